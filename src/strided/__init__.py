@@ -1,0 +1,33 @@
+"""strided: exact tensor memory layouts.
+
+A layout is sizes + element strides + offset (+ itemsize): the element at ``index`` lives at
+element offset ``dot(index, strides) + offset``. strided checks layouts exactly (64-bit checked
+arithmetic, exact overlap/packed/padded predicates), knows the named layouts (NCHW, NHWC, ...)
+and blocked formats (NCHW4, CHWN4, nChw16c), and computes buffer sizes the way DirectML does,
+without its 32-bit wrap.
+
+Examples
+--------
+>>> import strided as st
+>>> st.packed_strides((1, 1, 3, 5), "NHWC")
+(15, 1, 5, 1)
+>>> L = st.Layout((2, 3), (5, 1), itemsize=4)
+>>> L.is_padded, L.buffer_size(align=1)
+(True, 32)
+"""
+
+from strided._core import MAX_RANK, LayoutIndexError, openmp_enabled
+from strided.formats import packed_strides
+from strided.layout import Layout, buffer_size, offset_of
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MAX_RANK",
+    "Layout",
+    "LayoutIndexError",
+    "buffer_size",
+    "offset_of",
+    "openmp_enabled",
+    "packed_strides",
+]

@@ -1,0 +1,47 @@
+# The C-level API of strided's core, for other Cython code:
+#
+#     from strided._core cimport c_span, c_overlaps, MAX_NDIM
+#
+# Every routine works on C arrays of int64 element counts (sizes, strides, offsets in *elements*).
+# Routines that cannot fail are `noexcept nogil`. Routines returning `int` status return 0 on
+# success and a positive STATUS_* code on failure; they never raise, so the caller (holding the
+# GIL again) turns the code into an exception with the context it knows. c_overlaps is the one
+# routine that may raise (KeyboardInterrupt during a long exact search): `except -1 nogil`.
+from libc.stdint cimport int64_t
+
+cdef enum:
+    MAX_NDIM = 64
+
+cdef enum:
+    STATUS_OK = 0
+    STATUS_OVERFLOW = 1
+    STATUS_NO_VIEW = 2
+
+cdef enum:
+    FLAG_PACKED = 1
+    FLAG_CONTIGUOUS = 2
+    FLAG_F_CONTIGUOUS = 4
+    FLAG_BROADCAST = 8
+    FLAG_PADDED = 16
+    FLAG_EMPTY = 32
+
+# Checked int64 arithmetic: return 1 (and leave *out unspecified) when the exact result leaves int64.
+cdef int checked_add(int64_t a, int64_t b, int64_t* out) noexcept nogil
+cdef int checked_mul(int64_t a, int64_t b, int64_t* out) noexcept nogil
+
+cdef int c_size(int nd, const int64_t* sizes, int64_t* out) noexcept nogil
+cdef int c_offset_of(int nd, const int64_t* index, const int64_t* strides, int64_t offset,
+                     int64_t* out) noexcept nogil
+cdef int c_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t offset,
+                int64_t* lo, int64_t* hi) noexcept nogil
+cdef int c_packed_strides(int nd, const int64_t* sizes, const int* order,
+                          const unsigned char* broadcast, int64_t* out) noexcept nogil
+cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil
+cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1 nogil
+cdef void c_physical_order(int nd, const int64_t* sizes, const int64_t* strides,
+                           int* order) noexcept nogil
+cdef int c_coalesce(int nd, const int64_t* sizes, const int64_t* strides,
+                    int64_t* sizes_out, int64_t* strides_out) noexcept nogil
+cdef int c_reshape_strides(int nd, const int64_t* sizes, const int64_t* strides,
+                           int new_nd, const int64_t* new_sizes, int64_t* new_strides,
+                           int* blocked_old_axis, int* blocked_new_axis) noexcept nogil

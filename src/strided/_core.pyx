@@ -1,0 +1,1085 @@
+"""Compiled core of strided: exact int64 stride arithmetic.
+
+Everything here counts in *elements*. The ``c_*`` routines (declared in ``_core.pxd``) take C
+arrays, run without the GIL and report failures as status codes; the Python-facing functions
+below validate their arguments with the GIL held, call them, and turn a status into an exception
+that names the argument and the value. This module knows nothing of numpy or torch.
+"""
+from cpython.exc cimport PyErr_CheckSignals
+from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
+
+from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
+
+import operator
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #if defined(__GNUC__) || defined(__clang__)
+    static inline int strided_add_ovf(int64_t a, int64_t b, int64_t *r) {
+        return __builtin_add_overflow(a, b, r);
+    }
+    static inline int strided_mul_ovf(int64_t a, int64_t b, int64_t *r) {
+        return __builtin_mul_overflow(a, b, r);
+    }
+    #else
+    static inline int strided_add_ovf(int64_t a, int64_t b, int64_t *r) {
+        if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 1;
+        *r = a + b;
+        return 0;
+    }
+    static inline int strided_mul_ovf(int64_t a, int64_t b, int64_t *r) {
+        if (a == 0 || b == 0) { *r = 0; return 0; }
+        if ((a == -1 && b == INT64_MIN) || (b == -1 && a == INT64_MIN)) return 1;
+        if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+                  : (b > 0 ? a < INT64_MIN / b : a < INT64_MAX / b)) return 1;
+        *r = a * b;
+        return 0;
+    }
+    #endif
+    /* (a * b) mod m for 0 <= a, b < m, without overflow. */
+    static inline int64_t strided_mulmod(int64_t a, int64_t b, int64_t m) {
+    #ifdef __SIZEOF_INT128__
+        return (int64_t)(((__int128)a * (__int128)b) % m);
+    #else
+        int64_t r = 0;
+        while (b) {
+            if (b & 1) r = (r >= m - a) ? r - (m - a) : r + a;
+            b >>= 1;
+            a = (a >= m - a) ? a - (m - a) : a + a;
+        }
+        return r;
+    #endif
+    }
+    """
+    int strided_add_ovf(int64_t a, int64_t b, int64_t* r) noexcept nogil
+    int strided_mul_ovf(int64_t a, int64_t b, int64_t* r) noexcept nogil
+    int64_t strided_mulmod(int64_t a, int64_t b, int64_t m) noexcept nogil
+
+
+MAX_RANK = MAX_NDIM
+"""Largest rank (number of dimensions) a layout may have."""
+
+
+class LayoutIndexError(IndexError, ValueError):
+    """An index or axis outside a layout (both an ``IndexError`` and a ``ValueError``)."""
+
+
+def openmp_enabled():
+    """Return True when this build of the core was compiled with OpenMP."""
+    return bool(STRIDED_OPENMP_ENABLED)
+
+
+def max_threads():
+    """Return the number of threads OpenMP would use by default (1 in a serial build)."""
+    return strided_omp_max_threads()
+
+
+# --------------------------------------------------------------------------------------------
+# Checked scalar arithmetic and small integer helpers (nogil, cannot fail)
+# --------------------------------------------------------------------------------------------
+
+cdef int checked_add(int64_t a, int64_t b, int64_t* out) noexcept nogil:
+    return strided_add_ovf(a, b, out)
+
+
+cdef int checked_mul(int64_t a, int64_t b, int64_t* out) noexcept nogil:
+    return strided_mul_ovf(a, b, out)
+
+
+cdef inline int64_t _gcd(int64_t a, int64_t b) noexcept nogil:
+    """gcd of two non-negative numbers (gcd(0, b) = b)."""
+    cdef int64_t r
+    while b:
+        r = a % b
+        a = b
+        b = r
+    return a
+
+
+cdef inline int64_t _floor_div(int64_t a, int64_t b) noexcept nogil:
+    """floor(a / b) for b > 0 (C division truncates toward zero)."""
+    cdef int64_t q = a // b
+    if (a % b) < 0:
+        q -= 1
+    return q
+
+
+cdef inline int64_t _ceil_div(int64_t a, int64_t b) noexcept nogil:
+    """ceil(a / b) for b > 0."""
+    cdef int64_t q = a // b
+    if (a % b) > 0:
+        q += 1
+    return q
+
+
+cdef inline int64_t _pos_mod(int64_t a, int64_t m) noexcept nogil:
+    """a mod m in [0, m) for m > 0."""
+    cdef int64_t r = a % m
+    if r < 0:
+        r += m
+    return r
+
+
+cdef int64_t _mod_inverse(int64_t a, int64_t m) noexcept nogil:
+    """Inverse of a modulo m, for gcd(a, m) == 1 and 0 <= a < m (extended Euclid)."""
+    cdef int64_t old_r = a, r = m, old_x = 1, x = 0, q, tmp
+    while r:
+        q = old_r // r
+        tmp = old_r - q * r
+        old_r = r
+        r = tmp
+        tmp = old_x - q * x
+        old_x = x
+        x = tmp
+    return _pos_mod(old_x, m)
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes, offsets, spans, packed strides
+# --------------------------------------------------------------------------------------------
+
+cdef int c_size(int nd, const int64_t* sizes, int64_t* out) noexcept nogil:
+    """Number of elements. A zero size makes 0 even when the other sizes would overflow."""
+    cdef int i
+    cdef int64_t n = 1
+    for i in range(nd):
+        if sizes[i] == 0:
+            out[0] = 0
+            return STATUS_OK
+    for i in range(nd):
+        if checked_mul(n, sizes[i], &n):
+            return STATUS_OVERFLOW
+    out[0] = n
+    return STATUS_OK
+
+
+cdef int c_offset_of(int nd, const int64_t* index, const int64_t* strides, int64_t offset,
+                     int64_t* out) noexcept nogil:
+    cdef int i
+    cdef int64_t term, acc = offset
+    for i in range(nd):
+        if checked_mul(index[i], strides[i], &term) or checked_add(acc, term, &acc):
+            return STATUS_OVERFLOW
+    out[0] = acc
+    return STATUS_OK
+
+
+cdef int c_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t offset,
+                int64_t* lo, int64_t* hi) noexcept nogil:
+    """Lowest and highest element offset reached. Empty: (offset, offset - 1)."""
+    cdef int i
+    cdef int64_t ext
+    for i in range(nd):
+        if sizes[i] == 0:
+            if offset == INT64_MIN:
+                return STATUS_OVERFLOW
+            lo[0] = offset
+            hi[0] = offset - 1
+            return STATUS_OK
+    lo[0] = offset
+    hi[0] = offset
+    for i in range(nd):
+        if checked_mul(sizes[i] - 1, strides[i], &ext):
+            return STATUS_OVERFLOW
+        if ext >= 0:
+            if checked_add(hi[0], ext, hi):
+                return STATUS_OVERFLOW
+        elif checked_add(lo[0], ext, lo):
+            return STATUS_OVERFLOW
+    # The width hi - lo must be representable too: buffer sizes and overlap tests rely on it.
+    if checked_add(hi[0], -lo[0] if lo[0] != INT64_MIN else INT64_MAX, &ext):
+        return STATUS_OVERFLOW
+    return STATUS_OK
+
+
+cdef int c_packed_strides(int nd, const int64_t* sizes, const int* order,
+                          const unsigned char* broadcast, int64_t* out) noexcept nogil:
+    """Packed strides for a physical order (outermost first).
+
+    A broadcast dimension (``broadcast[axis]`` non-zero; ``broadcast`` may be NULL) gets stride
+    0 and counts as size 1 for the others (DirectML's CalculateStrides). A size-0 dimension
+    counts as size 1 too, as numpy and torch do, so that no stride collapses to 0.
+    """
+    cdef int k, ax
+    cdef int64_t acc = 1
+    for k in range(nd - 1, -1, -1):
+        ax = order[k]
+        if broadcast != NULL and broadcast[ax]:
+            out[ax] = 0
+            continue
+        out[ax] = acc
+        if sizes[ax] > 1 and checked_mul(acc, sizes[ax], &acc):
+            return STATUS_OVERFLOW
+    return STATUS_OK
+
+
+# --------------------------------------------------------------------------------------------
+# Predicates
+# --------------------------------------------------------------------------------------------
+
+cdef void _sort_ascending(int d, int64_t* s, int64_t* u) noexcept nogil:
+    """Insertion sort of (s, u) pairs by s; d <= 64 so this is the fastest choice."""
+    cdef int i, j
+    cdef int64_t ks, ku
+    for i in range(1, d):
+        ks = s[i]
+        ku = u[i]
+        j = i - 1
+        while j >= 0 and s[j] > ks:
+            s[j + 1] = s[j]
+            u[j + 1] = u[j]
+            j -= 1
+        s[j + 1] = ks
+        u[j + 1] = ku
+
+
+cdef int _nontrivial(int nd, const int64_t* sizes, const int64_t* strides, bint skip_zero_strides,
+                     int64_t* s, int64_t* u) noexcept nogil:
+    """Collect (|stride|, size - 1) of the dims of size > 1; return how many."""
+    cdef int i, d = 0
+    for i in range(nd):
+        if sizes[i] > 1 and not (skip_zero_strides and strides[i] == 0):
+            s[d] = strides[i] if strides[i] >= 0 else -strides[i]
+            u[d] = sizes[i] - 1
+            d += 1
+    return d
+
+
+cdef bint _is_c_contiguous(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil:
+    cdef int i
+    cdef int64_t expected = 1
+    for i in range(nd - 1, -1, -1):
+        if sizes[i] != 1:
+            if strides[i] != expected:
+                return False
+            expected *= sizes[i]   # cannot overflow: the size is validated
+    return True
+
+
+cdef bint _is_f_contiguous(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil:
+    cdef int i
+    cdef int64_t expected = 1
+    for i in range(nd):
+        if sizes[i] != 1:
+            if strides[i] != expected:
+                return False
+            expected *= sizes[i]
+    return True
+
+
+cdef bint _is_packed(int d, const int64_t* s, const int64_t* u) noexcept nogil:
+    """Sorted |strides| must be 1, n0, n0*n1, ...: the offsets tile an interval exactly."""
+    cdef int i
+    cdef int64_t expected = 1
+    for i in range(d):
+        if s[i] != expected:
+            return False
+        expected *= u[i] + 1
+    return True
+
+
+cdef bint _covers_interval(int d, const int64_t* s, const int64_t* u) noexcept nogil:
+    """Whether the sums of s[i] * k_i (0 <= k_i <= u[i]) fill [0, sum s*u] without a gap.
+
+    With s sorted ascending this holds iff every s[j] <= 1 + sum_{i<j} s[i] * u[i]: by induction
+    the first j dims cover [0, R_j] and a step s[j] <= R_j + 1 extends the cover; if some
+    s[j] > R_j + 1, the value R_j + 1 is reached by nothing (smaller dims stop at R_j, any use of
+    dim j or a larger one starts at s[j]).
+    """
+    cdef int i
+    cdef int64_t reach = 0
+    for i in range(d):
+        if s[i] > reach + 1:
+            return False
+        reach += s[i] * u[i]
+    return True
+
+
+cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil:
+    """FLAG_* bits of every cheap exact predicate (overlap is c_overlaps)."""
+    cdef int64_t s[MAX_NDIM]
+    cdef int64_t u[MAX_NDIM]
+    cdef int i, d, flags = 0
+    for i in range(nd):
+        if sizes[i] == 0:
+            return FLAG_EMPTY | FLAG_PACKED | FLAG_CONTIGUOUS | FLAG_F_CONTIGUOUS
+    if _is_c_contiguous(nd, sizes, strides):
+        flags |= FLAG_CONTIGUOUS
+    if _is_f_contiguous(nd, sizes, strides):
+        flags |= FLAG_F_CONTIGUOUS
+    for i in range(nd):
+        if sizes[i] > 1 and strides[i] == 0:
+            flags |= FLAG_BROADCAST
+            break
+    d = _nontrivial(nd, sizes, strides, False, s, u)
+    _sort_ascending(d, s, u)
+    if _is_packed(d, s, u):
+        flags |= FLAG_PACKED
+    # Padding is about gaps in the set of offsets: repeats (stride 0) do not change that set.
+    d = _nontrivial(nd, sizes, strides, True, s, u)
+    _sort_ascending(d, s, u)
+    if not _covers_interval(d, s, u):
+        flags |= FLAG_PADDED
+    return flags
+
+
+# ---- exact self-overlap ---------------------------------------------------------------------
+#
+# Two distinct indices i != j reach the same offset iff x = i - j != 0 solves
+#     sum_k s_k x_k = 0,   |x_k| <= u_k = size_k - 1,
+# with s_k = |stride_k| (x_k -> -x_k absorbs the sign). This is numpy's mem_overlap.c problem
+# (a bounded linear Diophantine equation); with every u_k = 1 it is EQUAL SUBSET SUM, so it is
+# NP-complete and no exact method is polynomial on every input. We decide it exactly, in this
+# order, each step cheap and each removing work from the next:
+#   1. a zero stride on a dim of size > 1 overlaps; a size-0 layout never does;
+#   2. sorted by s, a dim whose s equals (s * (u + 1)) of the one below it forms a packed pair
+#      with it: their offsets are a bijection onto one dim (same s, u' = n n' - 1); merge;
+#   3. every pair (i, j) is decided exactly by gcd: the pair alone has a solution iff
+#      s_j / g <= u_i and s_i / g <= u_j (g = gcd(s_i, s_j)); a pair solution overlaps;
+#   4. the largest dim dominates when s_max > sum of the others' s * u: its x must be 0; drop it;
+#   (repeat 2-4 to a fixed point; <= 2 dims left means no overlap)
+#   5. pigeonhole: more indices (prod n) than offsets in the span (sum s*u + 1) overlaps;
+#   6. a depth-first search over x from the largest stride down, each x_j bounded by what the
+#      smaller dims can still cancel (|t - s_j x_j| <= R_j) and stepped by the congruence
+#      s_j x_j = t (mod gcd of the smaller strides), with the sign of the first non-zero x fixed.
+# Steps 1-5 decide every layout made by slicing, permuting, broadcasting and reshaping a
+# non-overlapping buffer, and every sliding-window view, in O(d^2) for rank d. Step 6's worst
+# case is the product over the remaining dims of min(2 u_j + 1, 2 R_j / s_j + 1) nodes: it is
+# reached only by hand-made strides with no common structure (an equal-subset-sum instance).
+# The search checks for Ctrl-C every 2**20 nodes so even that case stays interruptible.
+
+cdef int _search(int j, int64_t t, bint nonzero, const int64_t* s, const int64_t* u,
+                 const int64_t* reach, const int64_t* below_gcd, int64_t* work) except -1 nogil:
+    """Is there x_0..x_j, in bounds, with sum s_i x_i == t (and x != 0 overall)?"""
+    cdef int64_t sj = s[j], uj = u[j], r = reach[j], g = below_gcd[j]
+    cdef int64_t lo, hi, tmp, h, m, x, x0
+    # |t - s_j x| <= r  <=>  (t - r) / s_j <= x <= (t + r) / s_j; a bound that leaves int64 is
+    # far outside [-u_j, u_j] and so does not bind.
+    lo = -uj if checked_add(t, -r, &tmp) else max(-uj, _ceil_div(tmp, sj))
+    hi = uj if checked_add(t, r, &tmp) else min(uj, _floor_div(tmp, sj))
+    if not nonzero:
+        lo = max(lo, 0)   # x and -x are both solutions: fix the sign of the first non-zero x
+    if lo > hi:
+        return 0
+    if j == 0:
+        if t % sj != 0:
+            return 0
+        x = t // sj
+        return lo <= x <= hi and (nonzero or x != 0)
+    # t - s_j x must be a multiple of g = gcd(s_0 .. s_{j-1}): solve s_j x = t (mod g).
+    h = _gcd(sj, g)
+    if t % h != 0:
+        return 0
+    m = g // h
+    if m == 1:
+        x0 = 0
+    else:
+        x0 = strided_mulmod(_pos_mod(t // h, m), _mod_inverse(_pos_mod(sj // h, m), m), m)
+    x = lo + _pos_mod(x0 - _pos_mod(lo, m), m)
+    while x <= hi:
+        work[0] += 1
+        if (work[0] & 0xFFFFF) == 0:
+            with gil:
+                PyErr_CheckSignals()
+        if _search(j - 1, t - sj * x, nonzero or x != 0, s, u, reach, below_gcd, work):
+            return 1
+        if x > INT64_MAX - m:
+            break
+        x += m
+    return 0
+
+
+cdef int _reduce_overlap(int* dp, int64_t* s, int64_t* u) noexcept nogil:
+    """Steps 2-4 above. Returns 1 when an overlap is proven, else 0 with the dims reduced."""
+    cdef int i, j, k, d = dp[0]
+    cdef bint changed = True
+    cdef int64_t g, nxt, reach
+    while changed:
+        changed = False
+        i = 1
+        while i < d:
+            if not checked_mul(s[i - 1], u[i - 1] + 1, &nxt) and nxt == s[i]:
+                u[i - 1] = (u[i - 1] + 1) * (u[i] + 1) - 1   # <= the layout's size
+                for k in range(i, d - 1):
+                    s[k] = s[k + 1]
+                    u[k] = u[k + 1]
+                d -= 1
+                changed = True
+            else:
+                i += 1
+        for i in range(d):
+            for j in range(i + 1, d):
+                g = _gcd(s[i], s[j])
+                if s[j] // g <= u[i] and s[i] // g <= u[j]:
+                    return 1
+        while d > 0:
+            reach = 0
+            for i in range(d - 1):
+                reach += s[i] * u[i]
+            if s[d - 1] <= reach:
+                break
+            d -= 1
+            changed = True
+    dp[0] = d
+    return 0
+
+
+cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1 nogil:
+    """1 when two distinct indices reach the same offset, else 0 (exact).
+
+    Precondition: the span fits int64 (c_span returned STATUS_OK).
+    """
+    cdef int64_t s[MAX_NDIM]
+    cdef int64_t u[MAX_NDIM]
+    cdef int64_t reach[MAX_NDIM]
+    cdef int64_t below_gcd[MAX_NDIM]
+    cdef int64_t count = 1, width = 1, g = 0, work = 0
+    cdef bint count_overflow = False
+    cdef int i, d
+    for i in range(nd):
+        if sizes[i] == 0:
+            return 0
+    for i in range(nd):
+        if sizes[i] > 1 and strides[i] == 0:
+            return 1
+    d = _nontrivial(nd, sizes, strides, False, s, u)
+    _sort_ascending(d, s, u)
+    if _reduce_overlap(&d, s, u):
+        return 1
+    if d <= 2:
+        return 0   # the pairwise test of _reduce_overlap is exact for two dims
+    for i in range(d):
+        width += s[i] * u[i]
+        if not count_overflow and checked_mul(count, u[i] + 1, &count):
+            count_overflow = True
+    if count_overflow or count > width:
+        return 1
+    for i in range(d):
+        g = _gcd(s[i], g)
+    for i in range(d):
+        s[i] //= g
+    reach[0] = 0
+    below_gcd[0] = 0
+    for i in range(1, d):
+        reach[i] = reach[i - 1] + s[i - 1] * u[i - 1]
+        below_gcd[i] = _gcd(s[i - 1], below_gcd[i - 1])
+    return _search(d - 1, 0, False, s, u, reach, below_gcd, &work)
+
+
+# --------------------------------------------------------------------------------------------
+# Order inference, coalescing, reshape
+# --------------------------------------------------------------------------------------------
+
+cdef void c_physical_order(int nd, const int64_t* sizes, const int64_t* strides,
+                           int* order) noexcept nogil:
+    """Physical order, outermost first.
+
+    Dims whose stride matters (size != 1, stride != 0) are sorted by |stride|, largest first
+    (ties keep logical order). Size-1 and broadcast dims could sit anywhere; each goes just
+    before the first sorted dim with a larger axis number, so that the result is the canonical
+    order whenever the canonical order fits.
+    """
+    cdef int ranked[MAX_NDIM]
+    cdef int i, j, n_ranked = 0, n_out = 0, key_axis
+    cdef int64_t key
+    for i in range(nd):
+        if sizes[i] != 1 and strides[i] != 0:
+            # insertion sort by |stride| descending, stable
+            key = strides[i] if strides[i] >= 0 else -strides[i]
+            j = n_ranked - 1
+            while j >= 0 and (strides[ranked[j]] if strides[ranked[j]] >= 0
+                              else -strides[ranked[j]]) < key:
+                ranked[j + 1] = ranked[j]
+                j -= 1
+            ranked[j + 1] = i
+            n_ranked += 1
+    j = 0   # every unranked axis below the next ranked one goes before it
+    for i in range(n_ranked):
+        key_axis = ranked[i]
+        while j < key_axis:
+            if sizes[j] == 1 or strides[j] == 0:
+                order[n_out] = j
+                n_out += 1
+            j += 1
+        order[n_out] = key_axis
+        n_out += 1
+    while j < nd:
+        if sizes[j] == 1 or strides[j] == 0:
+            order[n_out] = j
+            n_out += 1
+        j += 1
+
+
+cdef int c_coalesce(int nd, const int64_t* sizes, const int64_t* strides,
+                    int64_t* sizes_out, int64_t* strides_out) noexcept nogil:
+    """Merge neighbouring dims that are contiguous (outer stride == inner stride * inner size)
+    and drop size-1 dims, keeping the logical order. Returns the new rank; the C-order sequence
+    of offsets is unchanged. An empty layout becomes sizes (0,), strides (1,)."""
+    cdef int i, d = 0
+    cdef int64_t merged
+    for i in range(nd):
+        if sizes[i] == 0:
+            sizes_out[0] = 0
+            strides_out[0] = 1
+            return 1
+    for i in range(nd):
+        if sizes[i] == 1:
+            continue
+        if (d > 0 and not checked_mul(strides[i], sizes[i], &merged)
+                and merged == strides_out[d - 1]):
+            sizes_out[d - 1] *= sizes[i]
+            strides_out[d - 1] = strides[i]
+        else:
+            sizes_out[d] = sizes[i]
+            strides_out[d] = strides[i]
+            d += 1
+    return d
+
+
+cdef int c_reshape_strides(int nd, const int64_t* sizes, const int64_t* strides,
+                           int new_nd, const int64_t* new_sizes, int64_t* new_strides,
+                           int* blocked_old_axis, int* blocked_new_axis) noexcept nogil:
+    """Strides that view the same elements with new sizes (same element count), if any.
+
+    The semantics of torch's computeStride and numpy's no-copy reshape: the old dims split into
+    chunks that are contiguous among themselves; every new dim must fall inside one chunk.
+    STATUS_NO_VIEW sets the old axis whose boundary with the next one a new dim would cross,
+    and that new dim.
+    """
+    cdef int view_d = new_nd - 1, tensor_d, k
+    cdef int64_t chunk_base_stride, tensor_numel = 1, view_numel = 1, expected
+    cdef bint empty = False
+    for k in range(nd):
+        if sizes[k] == 0:
+            empty = True
+    if empty or nd == 0:
+        # empty (any strides view nothing) or scalar (new sizes are all 1): packed strides
+        expected = 1
+        for k in range(new_nd - 1, -1, -1):
+            new_strides[k] = expected
+            if new_sizes[k] > 1 and checked_mul(expected, new_sizes[k], &expected):
+                return STATUS_OVERFLOW
+        return STATUS_OK
+    chunk_base_stride = strides[nd - 1]
+    for tensor_d in range(nd - 1, -1, -1):
+        tensor_numel *= sizes[tensor_d]
+        if tensor_d == 0 or (
+            sizes[tensor_d - 1] != 1
+            and (checked_mul(tensor_numel, chunk_base_stride, &expected)
+                 or strides[tensor_d - 1] != expected)
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or new_sizes[view_d] == 1):
+                if checked_mul(view_numel, chunk_base_stride, &new_strides[view_d]):
+                    return STATUS_OVERFLOW
+                view_numel *= new_sizes[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                blocked_old_axis[0] = tensor_d - 1
+                blocked_new_axis[0] = view_d + 1
+                return STATUS_NO_VIEW
+            if tensor_d > 0:
+                chunk_base_stride = strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        blocked_old_axis[0] = -1
+        blocked_new_axis[0] = view_d
+        return STATUS_NO_VIEW
+    return STATUS_OK
+
+
+# --------------------------------------------------------------------------------------------
+# Python-facing validation: every argument is checked here, with the GIL, before any C loop
+# --------------------------------------------------------------------------------------------
+
+cdef int64_t _as_int64(object value, str what) except? -1:
+    """`value` as an int64; bools and non-integers are TypeError, too large is OverflowError."""
+    cdef object iv
+    if type(value) is not int:
+        if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
+            raise TypeError(f"{what} must be an integer, not a bool ({value!r})")
+        try:
+            iv = operator.index(value)
+        except TypeError:
+            raise TypeError(
+                f"{what} must be an integer, got {type(value).__name__} {value!r}"
+            ) from None
+    else:
+        iv = value
+    if not (INT64_MIN <= iv <= INT64_MAX):
+        raise OverflowError(f"{what} = {iv} does not fit in a signed 64-bit integer")
+    return <int64_t>iv
+
+
+cdef int _load(object obj, str name, int64_t* out, bint nonnegative) except -1:
+    """Read a sequence of integers (or one integer, meaning one dim) into out; return its length."""
+    cdef Py_ssize_t n, i
+    cdef object seq
+    if type(obj) is tuple or type(obj) is list:
+        seq = obj
+    elif obj is None or isinstance(obj, (str, bytes, bytearray, float, complex)):
+        raise TypeError(f"{name} must be a sequence of integers, got {type(obj).__name__} {obj!r}")
+    elif hasattr(type(obj), "__index__") and not hasattr(type(obj), "__len__"):
+        seq = (obj,)
+    else:
+        try:
+            seq = tuple(obj)
+        except TypeError:
+            raise TypeError(
+                f"{name} must be a sequence of integers, got {type(obj).__name__}"
+            ) from None
+    n = len(seq)
+    if n > MAX_NDIM:
+        raise ValueError(
+            f"{name} has {n} entries: a layout has at most {MAX_NDIM} dimensions"
+        )
+    for i in range(n):
+        out[i] = _as_int64(seq[i], f"{name}[{i}]")
+        if nonnegative and out[i] < 0:
+            raise ValueError(f"{name}[{i}] must be >= 0, got {out[i]}")
+    return <int>n
+
+
+cdef tuple _tuple(int n, const int64_t* values):
+    cdef int i
+    return tuple([values[i] for i in range(n)])
+
+
+cdef int _load_pair(object sizes, object strides, int64_t* sz, int64_t* st) except -1:
+    """Sizes and strides of equal length; return the rank."""
+    cdef int nd = _load(sizes, "sizes", sz, True)
+    cdef int ns = _load(strides, "strides", st, False)
+    if ns != nd:
+        raise ValueError(f"strides has {ns} entries but sizes has {nd}: they must match")
+    return nd
+
+
+cdef int _load_permutation(object axes, int nd, str name, int* out) except -1:
+    """A permutation of range(nd); negative axes count from the end."""
+    cdef int64_t raw[MAX_NDIM]
+    cdef unsigned char seen[MAX_NDIM]
+    cdef int n = _load(axes, name, raw, False), i
+    cdef int64_t ax
+    if n != nd:
+        raise ValueError(f"{name} must list each of the {nd} axes once, got {n} entries")
+    for i in range(nd):
+        seen[i] = 0
+    for i in range(n):
+        ax = raw[i] + nd if raw[i] < 0 else raw[i]
+        if not 0 <= ax < nd:
+            raise LayoutIndexError(f"{name}[{i}] = {raw[i]} is not an axis of a rank-{nd} layout")
+        if seen[ax]:
+            raise ValueError(f"{name} repeats axis {ax}: {tuple(axes)!r} is not a permutation")
+        seen[ax] = 1
+        out[i] = <int>ax
+    return 0
+
+
+cdef int _load_strides_or_packed(object strides, int nd, const int64_t* sz,
+                                 int64_t* st) except -1:
+    """Strides matching nd sizes; None means packed row-major."""
+    cdef int order[MAX_NDIM]
+    cdef int i, ns
+    if strides is None:
+        for i in range(nd):
+            order[i] = i
+        if c_packed_strides(nd, sz, order, NULL, st):
+            raise OverflowError(f"the packed strides of sizes {_tuple(nd, sz)!r} leave int64")
+        return 0
+    ns = _load(strides, "strides", st, False)
+    if ns != nd:
+        raise ValueError(f"strides has {ns} entries but sizes has {nd}: they must match")
+    return 0
+
+
+cdef _raise_overflow(str what, object sizes, object strides):
+    raise OverflowError(
+        f"{what} of the layout with sizes {tuple(sizes)!r} and strides {tuple(strides)!r} "
+        f"leaves the signed 64-bit range"
+    )
+
+
+def normalize(sizes, strides, offset, itemsize):
+    """Validate a layout; return (sizes, strides, offset, itemsize, size, lo, hi).
+
+    ``strides=None`` means packed row-major. Raises TypeError / ValueError / OverflowError
+    naming the argument and the value.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd, i
+    cdef int64_t off, isz, n, lo, hi, tmp
+    nd = _load(sizes, "sizes", sz, True)
+    _load_strides_or_packed(strides, nd, sz, st)
+    off = _as_int64(offset, "offset")
+    isz = _as_int64(itemsize, "itemsize")
+    if isz <= 0:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    if c_size(nd, sz, &n):
+        raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
+    if c_span(nd, sz, st, off, &lo, &hi):
+        _raise_overflow("the span", _tuple(nd, sz), _tuple(nd, st))
+    # Byte quantities (numpy's unit) must be representable too.
+    for i in range(nd):
+        if checked_mul(st[i], isz, &tmp):
+            raise OverflowError(
+                f"strides[{i}] = {st[i]} times itemsize {isz} leaves the signed 64-bit range"
+            )
+    if (checked_mul(off, isz, &tmp) or checked_mul(lo, isz, &tmp)
+            or checked_add(hi, 1, &tmp) or checked_mul(tmp, isz, &tmp)):
+        raise OverflowError(
+            f"the byte offsets of the layout (offset {off}, span {lo}..{hi}, itemsize {isz}) "
+            f"leave the signed 64-bit range"
+        )
+    return _tuple(nd, sz), _tuple(nd, st), off, isz, n, lo, hi
+
+
+def as_sizes(sizes, name="sizes"):
+    """``sizes`` validated: a tuple of non-negative int64 (one integer means one dim)."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int nd = _load(sizes, name, sz, True)
+    return _tuple(nd, sz)
+
+
+def size_of(sizes):
+    """Number of elements of ``sizes`` (checked)."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t n
+    cdef int nd = _load(sizes, "sizes", sz, True)
+    if c_size(nd, sz, &n):
+        raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
+    return n
+
+
+def packed_strides(sizes, order=None, broadcast=None):
+    """Packed strides of ``sizes`` laid out in ``order`` (axes, outermost first; None: row-major).
+
+    ``broadcast``: one bool per axis (canonical order); a broadcast axis gets stride 0 and
+    counts as size 1 for the others.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t out[MAX_NDIM]
+    cdef int perm[MAX_NDIM]
+    cdef unsigned char flags[MAX_NDIM]
+    cdef int nd = _load(sizes, "sizes", sz, True), i
+    cdef object seq, flag
+    if order is None:
+        for i in range(nd):
+            perm[i] = i
+    else:
+        _load_permutation(order, nd, "order", perm)
+    if broadcast is not None:
+        if isinstance(broadcast, (str, bytes)):
+            raise TypeError(f"broadcast must be a sequence of bools, got {broadcast!r}")
+        try:
+            seq = tuple(broadcast)
+        except TypeError:
+            raise TypeError(
+                f"broadcast must be a sequence of bools, got {type(broadcast).__name__}"
+            ) from None
+        if len(seq) != nd:
+            raise ValueError(
+                f"broadcast has {len(seq)} entries but sizes has {nd}: one flag per axis"
+            )
+        for i in range(nd):
+            flag = seq[i]
+            if not (isinstance(flag, bool) or type(flag).__name__ in ("bool", "bool_")
+                    or (type(flag) is int and flag in (0, 1))):
+                raise TypeError(f"broadcast[{i}] must be a bool, got {flag!r}")
+            flags[i] = 1 if flag else 0
+    if c_packed_strides(nd, sz, perm, flags if broadcast is not None else NULL, out):
+        raise OverflowError(f"the packed strides of sizes {_tuple(nd, sz)!r} leave int64")
+    return _tuple(nd, out)
+
+
+def offset_of(index, strides, offset=0, sizes=None):
+    """dot(index, strides) + offset, checked; with ``sizes``, each index must lie in range."""
+    cdef int64_t ix[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t off = _as_int64(offset, "offset"), out
+    cdef int n = _load(index, "index", ix, False), ns = _load(strides, "strides", st, False), i
+    if n != ns:
+        raise ValueError(f"index has {n} entries but strides has {ns}: they must match")
+    if sizes is not None:
+        _load(sizes, "sizes", sz, True)
+        for i in range(n):
+            if not 0 <= ix[i] < sz[i]:
+                raise LayoutIndexError(
+                    f"index[{i}] = {ix[i]} is out of range for axis {i} of size {sz[i]}"
+                )
+    if c_offset_of(n, ix, st, off, &out):
+        raise OverflowError(
+            f"the offset of index {_tuple(n, ix)!r} with strides {_tuple(n, st)!r} "
+            f"and offset {off} leaves the signed 64-bit range"
+        )
+    return out
+
+
+def span(sizes, strides, offset=0):
+    """(lowest, highest) element offset reached; (offset, offset - 1) when empty."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st)
+    cdef int64_t lo, hi, off = _as_int64(offset, "offset")
+    if c_span(nd, sz, st, off, &lo, &hi):
+        _raise_overflow("the span", sizes, strides)
+    return lo, hi
+
+
+def buffer_size(sizes, strides, itemsize, align=4):
+    """Bytes from the lowest to the highest element, rounded up to a multiple of ``align``."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd
+    cdef int64_t lo, hi, isz, al, nbytes, rem
+    nd = _load(sizes, "sizes", sz, True)
+    _load_strides_or_packed(strides, nd, sz, st)
+    isz = _as_int64(itemsize, "itemsize")
+    if isz <= 0:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    al = _as_int64(align, "align")
+    if al <= 0:
+        raise ValueError(f"align must be >= 1 byte, got {al}")
+    if c_span(nd, sz, st, 0, &lo, &hi):
+        _raise_overflow("the span", _tuple(nd, sz), _tuple(nd, st))
+    if hi < lo:
+        return 0
+    if checked_mul(hi - lo + 1, isz, &nbytes):
+        raise OverflowError(
+            f"the buffer size ({hi - lo + 1} elements of {isz} bytes) leaves int64"
+        )
+    rem = nbytes % al
+    if rem and checked_add(nbytes, al - rem, &nbytes):
+        raise OverflowError(f"rounding {nbytes} bytes up to a multiple of {al} leaves int64")
+    return nbytes
+
+
+def flags(sizes, strides):
+    """FLAG_* bits of the cheap exact predicates (see `overlaps` for self-overlap)."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st)
+    cdef int64_t lo, hi
+    if c_span(nd, sz, st, 0, &lo, &hi):
+        _raise_overflow("the span", sizes, strides)
+    return c_flags(nd, sz, st)
+
+
+FLAGS = {
+    "packed": FLAG_PACKED,
+    "contiguous": FLAG_CONTIGUOUS,
+    "f_contiguous": FLAG_F_CONTIGUOUS,
+    "broadcast": FLAG_BROADCAST,
+    "padded": FLAG_PADDED,
+    "empty": FLAG_EMPTY,
+}
+
+
+def overlaps(sizes, strides):
+    """True when two distinct indices reach the same offset (exact; see the module notes)."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st), result
+    cdef int64_t lo, hi
+    if c_span(nd, sz, st, 0, &lo, &hi):
+        _raise_overflow("the span", sizes, strides)
+    with nogil:
+        result = c_overlaps(nd, sz, st)
+    return bool(result)
+
+
+def physical_order(sizes, strides):
+    """Axes from outermost to innermost in memory (see c_physical_order for ties)."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st), i
+    c_physical_order(nd, sz, st, order)
+    return tuple([order[i] for i in range(nd)])
+
+
+def coalesce(sizes, strides):
+    """(sizes, strides) with contiguous neighbours merged and size-1 dims dropped."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int64_t osz[MAX_NDIM]
+    cdef int64_t ost[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st)
+    cdef int d = c_coalesce(nd, sz, st, osz, ost)
+    return _tuple(d, osz), _tuple(d, ost)
+
+
+def permute(sizes, strides, axes):
+    """(sizes, strides) with the axes reordered: new axis k is old axis axes[k]."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int perm[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st), i
+    _load_permutation(axes, nd, "axes", perm)
+    return (tuple([sz[perm[i]] for i in range(nd)]), tuple([st[perm[i]] for i in range(nd)]))
+
+
+def resolve_sizes(new_sizes, int64_t size):
+    """Validate reshape sizes, replacing one -1 by the size that keeps ``size`` elements."""
+    cdef int64_t ns[MAX_NDIM]
+    cdef int nd = _load(new_sizes, "sizes", ns, False), i, unknown = -1
+    cdef int64_t known = 1
+    for i in range(nd):
+        if ns[i] == -1:
+            if unknown >= 0:
+                raise ValueError(f"sizes can hold only one -1, got {_tuple(nd, ns)!r}")
+            unknown = i
+        elif ns[i] < 0:
+            raise ValueError(f"sizes[{i}] must be >= 0 (or -1 to infer it), got {ns[i]}")
+        elif checked_mul(known, ns[i], &known):
+            raise OverflowError(f"the number of elements of sizes {_tuple(nd, ns)!r} leaves int64")
+    if unknown >= 0:
+        if known == 0 or size % known != 0:
+            raise ValueError(
+                f"cannot infer the -1 in sizes {_tuple(nd, ns)!r} for a layout of {size} elements"
+            )
+        ns[unknown] = size // known
+        known = size
+    if known != size:
+        raise ValueError(
+            f"cannot reshape a layout of {size} elements to sizes {_tuple(nd, ns)!r} "
+            f"({known} elements)"
+        )
+    return _tuple(nd, ns)
+
+
+def reshape_strides(sizes, strides, new_sizes):
+    """Strides viewing the same elements with ``new_sizes`` (same count), else ValueError."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int64_t ns[MAX_NDIM]
+    cdef int64_t out[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st)
+    cdef int new_nd = _load(new_sizes, "new_sizes", ns, True)
+    cdef int old_axis = -1, new_axis = -1, status
+    cdef int64_t n_old, n_new
+    if c_size(nd, sz, &n_old) or c_size(new_nd, ns, &n_new):
+        raise OverflowError("the number of elements leaves int64")
+    if n_old != n_new:
+        raise ValueError(
+            f"cannot reshape sizes {_tuple(nd, sz)!r} ({n_old} elements) to "
+            f"{_tuple(new_nd, ns)!r} ({n_new} elements)"
+        )
+    status = c_reshape_strides(nd, sz, st, new_nd, ns, out, &old_axis, &new_axis)
+    if status == STATUS_OVERFLOW:
+        _raise_overflow("a reshape stride", sizes, strides)
+    if status == STATUS_NO_VIEW:
+        raise ValueError(
+            f"no view reshapes sizes {_tuple(nd, sz)!r} with strides {_tuple(nd, st)!r} to "
+            f"{_tuple(new_nd, ns)!r}: new axis {new_axis} (size {ns[new_axis]}) would span old "
+            f"axes {old_axis} and {old_axis + 1}, which are not contiguous "
+            f"(strides[{old_axis}] = {st[old_axis]}, but a merge needs "
+            f"{st[old_axis + 1]} * {sz[old_axis + 1]}); blocking axes: "
+            f"({old_axis}, {old_axis + 1})"
+        )
+    return _tuple(new_nd, out)
+
+
+def broadcast_strides(sizes, strides, new_sizes):
+    """Strides of the layout broadcast to ``new_sizes`` (numpy's rules; new axes lead)."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int64_t ns[MAX_NDIM]
+    cdef int64_t out[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st)
+    cdef int new_nd = _load(new_sizes, "sizes", ns, True), lead, i
+    if new_nd < nd:
+        raise ValueError(
+            f"cannot broadcast a rank-{nd} layout to rank {new_nd} (sizes {_tuple(new_nd, ns)!r})"
+        )
+    lead = new_nd - nd
+    for i in range(lead):
+        out[i] = 0
+    for i in range(nd):
+        if sz[i] == ns[lead + i]:
+            out[lead + i] = st[i]
+        elif sz[i] == 1:
+            out[lead + i] = 0
+        else:
+            raise ValueError(
+                f"cannot broadcast axis {i} of size {sz[i]} to size {ns[lead + i]} "
+                f"(sizes {_tuple(nd, sz)!r} -> {_tuple(new_nd, ns)!r}): only size-1 axes stretch"
+            )
+    return _tuple(new_nd, out)
+
+
+def index(sizes, strides, offset, key):
+    """(sizes, strides, offset) of ``layout[key]`` with numpy's basic-indexing rules.
+
+    ``key``: integers (negative count from the end), slices (any step), None (new axis of
+    size 1, stride 0) and at most one Ellipsis.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st), axis = 0, n_used = 0, n_out = 0
+    cdef int64_t off = _as_int64(offset, "offset"), i, n, step, start, term, new_stride
+    cdef list out_sizes = [], out_strides = []
+    cdef tuple items = key if type(key) is tuple else (key,)
+    cdef bint seen_ellipsis = False
+    for item in items:
+        if item is not None and item is not Ellipsis:
+            n_used += 1
+    if n_used > nd:
+        raise LayoutIndexError(f"too many indices: the layout has rank {nd}, got {n_used}")
+    for item in items:
+        if item is None:
+            out_sizes.append(1)
+            out_strides.append(0)
+        elif item is Ellipsis:
+            if seen_ellipsis:
+                raise LayoutIndexError("an index can only have a single ellipsis ('...')")
+            seen_ellipsis = True
+            for _ in range(nd - n_used):
+                out_sizes.append(sz[axis])
+                out_strides.append(st[axis])
+                axis += 1
+        elif type(item) is slice:
+            start, stop, pystep = item.indices(sz[axis])
+            step = _as_int64(pystep, "slice step")
+            n = len(range(start, stop, step))
+            if checked_mul(st[axis], step, &new_stride):
+                raise OverflowError(
+                    f"slice step {step} times stride {st[axis]} of axis {axis} leaves int64"
+                )
+            if n > 0:
+                if checked_mul(start, st[axis], &term) or checked_add(off, term, &off):
+                    raise OverflowError(f"the offset after slicing axis {axis} leaves int64")
+            out_sizes.append(n)
+            out_strides.append(new_stride)
+            axis += 1
+        else:
+            if isinstance(item, bool) or type(item).__name__ in ("bool", "bool_"):
+                raise TypeError(
+                    f"a bool ({item!r}) is not a layout index: layouts have no boolean masks"
+                )
+            try:
+                i = _as_int64(item, "index")
+            except TypeError:
+                raise TypeError(
+                    "only integers, slices, None and Ellipsis index a layout, "
+                    f"got {type(item).__name__}"
+                ) from None
+            if i < 0:
+                i += sz[axis]
+            if not 0 <= i < sz[axis]:
+                raise LayoutIndexError(
+                    f"index {item} is out of range for axis {axis} of size {sz[axis]}"
+                )
+            if checked_mul(i, st[axis], &term) or checked_add(off, term, &off):
+                raise OverflowError(f"the offset after indexing axis {axis} leaves int64")
+            axis += 1
+    while axis < nd:
+        out_sizes.append(sz[axis])
+        out_strides.append(st[axis])
+        axis += 1
+    n_out = len(out_sizes)
+    if n_out > MAX_NDIM:
+        raise ValueError(f"the result would have {n_out} dimensions, more than {MAX_NDIM}")
+    return tuple(out_sizes), tuple(out_strides), off

@@ -1,0 +1,381 @@
+"""Named and blocked layout labels: physical orders, strides and physical shapes.
+
+Sizes are always given in the canonical logical order of their rank (2D ``HW``, 3D ``DHW``,
+4D ``NCHW``, 5D ``NCDHW``). A *label* lists the same letters from the outermost to the innermost
+dimension in memory: ``"NHWC"`` is channels-last, ``"WH"`` column-major. ``"C"`` and ``"F"``
+mean row- and column-major for any rank, and a tuple of axes gives any physical order.
+
+A *blocked* format (``"NCHW4"``, ``"NCHW32"``, ``"CHWN4"``, oneDNN's ``"nChw8c"``) stores a
+logical ``(N, C, H, W)`` tensor as a packed array of a different physical shape, the channels
+split into blocks of ``x`` and zero-padded up to a multiple of ``x``.
+
+Examples
+--------
+>>> from strided.formats import packed_strides, blocked_shape
+>>> packed_strides((1, 1, 3, 5), "NHWC")
+(15, 1, 5, 1)
+>>> packed_strides((2, 3, 4, 5), "NHWC", broadcast=(False, True, False, False))
+(20, 0, 5, 1)
+>>> blocked_shape((2, 6, 3, 3), "NCHW4")
+(2, 2, 3, 3, 4)
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from strided import _core
+
+if TYPE_CHECKING:
+    from strided.layout import Layout
+
+__all__ = [
+    "CANONICAL",
+    "preferred_label",
+    "BlockedFormat",
+    "blocked_layout",
+    "blocked_shape",
+    "blocked_view",
+    "label_order",
+    "matching_labels",
+    "packed_strides",
+    "parse_blocked",
+    "physical_order",
+]
+
+#: Canonical letters of each rank that has named layouts.
+CANONICAL: dict[int, str] = {2: "HW", 3: "DHW", 4: "NCHW", 5: "NCDHW"}
+
+LayoutSpec = Union[str, Sequence[int], None]
+
+
+def _ranks_help() -> str:
+    return ", ".join(f"rank {r}: {letters!r}" for r, letters in CANONICAL.items())
+
+
+def label_order(label: str, ndim: int) -> tuple[int, ...]:
+    """Physical order (axes, outermost first) named by a layout label.
+
+    Parameters
+    ----------
+    label : str
+        A permutation of the canonical letters of rank ``ndim``.
+    ndim : int
+        Rank of the sizes the label applies to.
+
+    Returns
+    -------
+    tuple of int
+        ``order[k]`` is the logical axis stored ``k``-th from the outside.
+
+    Raises
+    ------
+    ValueError
+        If the label is not a permutation of the canonical letters of that rank.
+
+    Examples
+    --------
+    >>> label_order("NHWC", 4)
+    (0, 2, 3, 1)
+    >>> label_order("WH", 2)
+    (1, 0)
+    """
+    letters = CANONICAL.get(ndim)
+    if letters is None:
+        raise ValueError(
+            f"layout {label!r}: named layouts exist for ranks 2 to 5, but sizes has rank {ndim}; "
+            f"use 'C', 'F' or a tuple of axes"
+        )
+    if len(label) != ndim or sorted(label) != sorted(letters):
+        if sorted(label.upper()) == sorted(letters) and len(label) == ndim:
+            hint = f" (labels are upper case: {label.upper()!r})"
+        elif len(label) != ndim and len(label) in CANONICAL and sorted(label) == sorted(
+            CANONICAL[len(label)]
+        ):
+            hint = f": it is a rank-{len(label)} label"
+        else:
+            hint = ""
+        raise ValueError(
+            f"layout {label!r} is not a label for rank {ndim}{hint}; a rank-{ndim} label is a "
+            f"permutation of {letters!r} ({_ranks_help()})"
+        )
+    return tuple(letters.index(letter) for letter in label)
+
+
+def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
+    """Physical order (axes, outermost first) for a layout specification.
+
+    Parameters
+    ----------
+    layout : None, str or sequence of int
+        ``None`` or ``"C"``: row-major; ``"F"``: column-major; a label such as ``"NHWC"``;
+        or the axes themselves, outermost first.
+    ndim : int
+        Rank of the sizes.
+
+    Examples
+    --------
+    >>> physical_order(None, 3), physical_order("F", 3), physical_order((2, 0, 1), 3)
+    ((0, 1, 2), (2, 1, 0), (2, 0, 1))
+    """
+    if layout is None or layout == "C":
+        return tuple(range(ndim))
+    if layout == "F":
+        return tuple(range(ndim - 1, -1, -1))
+    if isinstance(layout, str):
+        return label_order(layout, ndim)
+    if isinstance(layout, (bytes, bytearray)) or not isinstance(layout, Sequence):
+        raise TypeError(
+            "layout must be None, 'C', 'F', a label such as 'NHWC' or a tuple of axes, "
+            f"got {type(layout).__name__} {layout!r}"
+        )
+    # validated as a permutation by the core
+    _core.packed_strides((1,) * ndim, tuple(layout))
+    return tuple(a + ndim if a < 0 else a for a in layout)
+
+
+def packed_strides(
+    sizes: Sequence[int], layout: LayoutSpec = None, *, broadcast: Sequence[bool] | None = None
+) -> tuple[int, ...]:
+    """Element strides of a packed tensor of ``sizes`` stored in a given physical order.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Logical sizes in canonical order (``NCHW`` for rank 4, ...).
+    layout : None, str or sequence of int, optional
+        ``None``/``"C"`` row-major, ``"F"`` column-major, a label such as ``"NHWC"``, or the
+        axes in physical order, outermost first.
+    broadcast : sequence of bool, optional
+        One flag per axis, in canonical order (DirectML's ``CalculateStrides``): a broadcast
+        axis gets stride 0 and counts as size 1 when the other strides are computed.
+
+    Returns
+    -------
+    tuple of int
+        Strides in elements, in the canonical axis order. A size-0 axis counts as size 1, as in
+        numpy and torch, so no stride collapses to 0.
+
+    Raises
+    ------
+    ValueError
+        Bad sizes, a label of the wrong rank, a tuple that is not a permutation, or a broadcast
+        list of the wrong length.
+    OverflowError
+        If a stride leaves the signed 64-bit range.
+
+    Examples
+    --------
+    >>> packed_strides((2, 2, 3))
+    (6, 3, 1)
+    >>> packed_strides((1, 1, 3, 5), "NHWC")
+    (15, 1, 5, 1)
+    >>> packed_strides((2, 3), "F")
+    (1, 2)
+    >>> packed_strides((2, 3, 4, 5), "NHWC", broadcast=(False, True, False, False))
+    (20, 0, 5, 1)
+    """
+    sizes = _core.as_sizes(sizes)
+    return _core.packed_strides(sizes, physical_order(layout, len(sizes)), broadcast)
+
+
+def _is_named_fit(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The physical order when the strides are packed in it (up to size-1 and broadcast dims)."""
+    order = _core.physical_order(sizes, strides)
+    broadcast = tuple(s == 0 for s in strides)
+    expected = _core.packed_strides(sizes, order, broadcast)
+    for n, got, want in zip(sizes, strides, expected):
+        if n != 1 and got != want:
+            return None
+    return order
+
+
+def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, ...]:
+    """Every named layout whose packed strides equal ``strides`` (dims of size 1 ignored).
+
+    A stride-0 dimension matches as a broadcast dimension. The preferred label (canonical
+    whenever the canonical order fits) comes first.
+
+    Examples
+    --------
+    >>> matching_labels((2, 3, 4, 5), (60, 1, 15, 3))
+    ('NHWC',)
+    >>> labels = matching_labels((1, 1, 3, 5), (15, 1, 5, 1))  # N and C have size 1
+    >>> labels[0], len(labels), "NHWC" in labels
+    ('NCHW', 12, True)
+    """
+    sizes = tuple(sizes)
+    strides = tuple(strides)
+    letters = CANONICAL.get(len(sizes))
+    if letters is None:
+        return ()
+    order = _is_named_fit(sizes, strides)
+    if order is None:
+        return ()
+    ranked = [ax for ax in order if sizes[ax] != 1 and strides[ax] != 0]
+    ranked_set = set(ranked)
+    labels = ["".join(letters[ax] for ax in order)]
+    for perm in itertools.permutations(range(len(sizes))):
+        if perm != order and [ax for ax in perm if ax in ranked_set] == ranked:
+            labels.append("".join(letters[ax] for ax in perm))
+    return tuple(labels)
+
+
+def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
+    """The named layout of ``strides``, canonical when several fit; None when none does.
+
+    Examples
+    --------
+    >>> preferred_label((1, 1, 3, 5), (15, 1, 5, 1))
+    'NCHW'
+    >>> preferred_label((2, 3), (1, 2))
+    'WH'
+    >>> preferred_label((2, 3), (5, 1)) is None
+    True
+    """
+    sizes = tuple(sizes)
+    strides = tuple(strides)
+    letters = CANONICAL.get(len(sizes))
+    if letters is None:
+        return None
+    order = _is_named_fit(sizes, strides)
+    return None if order is None else "".join(letters[ax] for ax in order)
+
+
+# --------------------------------------------------------------------------------------------
+# Blocked channel formats
+# --------------------------------------------------------------------------------------------
+
+_NCHWX = re.compile(r"NCHW(\d+)")
+_ONEDNN = re.compile(r"nChw(\d+)c")
+
+
+@dataclass(frozen=True)
+class BlockedFormat:
+    """A blocked channel format of a logical ``(N, C, H, W)`` tensor.
+
+    Attributes
+    ----------
+    name : str
+        The name as given (``"NCHW4"``, ``"nChw16c"``, ``"CHWN4"``).
+    block : int
+        Channels per block (``x``).
+    chwn : bool
+        ``False`` for NCHWx (physical ``(N, C/x, H, W, x)``), ``True`` for CHWN4
+        (physical ``(C/x, H, W, N, x)``).
+    """
+
+    name: str
+    block: int
+    chwn: bool = False
+
+    def physical_shape(self, sizes: Sequence[int]) -> tuple[int, ...]:
+        """Physical packed shape for logical sizes ``(N, C, H, W)``."""
+        n, c, h, w = _nchw(sizes, self.name)
+        blocks = -(-c // self.block)
+        if self.chwn:
+            return (blocks, h, w, n, self.block)
+        return (n, blocks, h, w, self.block)
+
+
+def parse_blocked(fmt: str | BlockedFormat) -> BlockedFormat:
+    """Parse a blocked format name.
+
+    Accepts ``NCHWx`` for any block ``x >= 1`` (``NCHW4``, ``NCHW32``, ``NCHW64``...),
+    ``CHWN4``, and oneDNN's ``nChw{x}c`` (``nChw8c``, ``nChw16c``).
+
+    Examples
+    --------
+    >>> parse_blocked("nChw16c")
+    BlockedFormat(name='nChw16c', block=16, chwn=False)
+    >>> parse_blocked("CHWN4").chwn
+    True
+    """
+    if isinstance(fmt, BlockedFormat):
+        return fmt
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt must be a blocked format name such as 'NCHW4', got {fmt!r}")
+    if fmt == "CHWN4":
+        return BlockedFormat(fmt, 4, True)
+    match = _NCHWX.fullmatch(fmt) or _ONEDNN.fullmatch(fmt)
+    if match is None or int(match.group(1)) < 1:
+        raise ValueError(
+            f"fmt {fmt!r} is not a blocked format: expected NCHWx (x >= 1, e.g. 'NCHW4', "
+            f"'NCHW32'), 'CHWN4', or oneDNN's nChw<x>c (e.g. 'nChw8c')"
+        )
+    return BlockedFormat(fmt, int(match.group(1)), False)
+
+
+def _nchw(sizes: Sequence[int], fmt: str) -> tuple[int, int, int, int]:
+    sizes = _core.as_sizes(sizes)
+    if len(sizes) != 4:
+        raise ValueError(
+            f"blocked format {fmt!r} needs logical sizes (N, C, H, W), got rank {len(sizes)}: "
+            f"{sizes!r}"
+        )
+    n, c, h, w = sizes
+    return n, c, h, w
+
+
+def blocked_shape(sizes: Sequence[int], fmt: str | BlockedFormat) -> tuple[int, ...]:
+    """Physical packed shape of a blocked format; the channels are padded to a multiple of x.
+
+    Examples
+    --------
+    >>> blocked_shape((1, 3, 2, 2), "NCHW4")
+    (1, 1, 2, 2, 4)
+    >>> blocked_shape((2, 5, 3, 3), "CHWN4")
+    (2, 3, 3, 2, 4)
+    """
+    return parse_blocked(fmt).physical_shape(sizes)
+
+
+def blocked_layout(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: int = 1) -> Layout:
+    """The packed physical layout (rank 5) of a blocked format.
+
+    Examples
+    --------
+    >>> blocked_layout((1, 8, 2, 2), "NCHW4").strides
+    (32, 16, 8, 4, 1)
+    """
+    from strided.layout import Layout
+
+    return Layout(blocked_shape(sizes, fmt), itemsize=itemsize)
+
+
+def blocked_view(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: int = 1) -> Layout:
+    """The rank-5 strided view ``(N, C/x, x, H, W)`` of a blocked buffer, when ``C % x == 0``.
+
+    Channel ``c`` of the logical tensor is ``[n, c // x, c % x, h, w]`` of the view. No rank-4
+    view exists: the offset of channel ``c`` is not linear in ``c``.
+
+    Raises
+    ------
+    ValueError
+        If ``C`` is not a multiple of the block (the padding channels have no logical index).
+
+    Examples
+    --------
+    >>> blocked_view((2, 8, 3, 3), "NCHW4").strides
+    (72, 36, 1, 12, 4)
+    """
+    from strided.layout import Layout
+
+    spec = parse_blocked(fmt)
+    n, c, h, w = _nchw(sizes, spec.name)
+    x = spec.block
+    if c % x:
+        raise ValueError(
+            f"no strided view of {spec.name!r} for C = {c}: C must be a multiple of {x} "
+            f"(the buffer holds {x - c % x} padding channels)"
+        )
+    phys = Layout(spec.physical_shape(sizes), itemsize=itemsize)
+    if spec.chwn:
+        s_cb, s_h, s_w, s_n, s_x = phys.strides
+    else:
+        s_n, s_cb, s_h, s_w, s_x = phys.strides
+    return Layout((n, c // x, x, h, w), (s_n, s_cb, s_x, s_h, s_w), itemsize=itemsize)

@@ -1,0 +1,448 @@
+"""The `Layout` descriptor: sizes + element strides + offset + itemsize, validated and immutable.
+
+Every computation is delegated to the compiled core (:mod:`strided._core`), which does it in
+checked 64-bit arithmetic; this module validates, caches and presents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from strided import _core
+from strided.formats import LayoutSpec, matching_labels, preferred_label
+from strided.formats import packed_strides as _packed_strides
+
+__all__ = ["Layout", "buffer_size", "offset_of"]
+
+_F = _core.FLAGS
+
+
+class Layout:
+    """An exact description of where each element of a tensor lives in a linear buffer.
+
+    The element at ``index`` lives at element offset ``dot(index, strides) + offset``.
+    Strides and offsets count *elements*; the byte equivalents are :attr:`byte_strides` and
+    :attr:`byte_offset`. A Layout is immutable and hashable, validated on construction.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Number of elements along each dimension (>= 0); at most 64 dimensions.
+    strides : sequence of int, optional
+        Elements to skip to reach the next element along each dimension; any int64, negative
+        and zero included. Default: packed row-major.
+    offset : int, optional
+        Element offset of the element at index ``(0, ..., 0)``.
+    itemsize : int, optional
+        Bytes per element (>= 1).
+
+    Raises
+    ------
+    TypeError
+        A non-integer (or a bool) where an integer is needed.
+    ValueError
+        A negative size, strides of another length than sizes, itemsize < 1, rank > 64.
+    OverflowError
+        When the number of elements, a span end or a byte quantity leaves int64.
+
+    Examples
+    --------
+    >>> L = Layout((2, 3), (5, 1))          # a 2x3 tensor with a height-stride of 5
+    >>> L.offset_of((1, 2)), L.span, L.is_padded, L.is_packed
+    (7, (0, 7), True, False)
+    >>> Layout((2, 5), itemsize=4).byte_strides   # int32: numpy's byte strides
+    (20, 4)
+    >>> Layout.packed((1, 1, 3, 5), "NHWC").strides
+    (15, 1, 5, 1)
+    """
+
+    __slots__ = ("_flags", "_hi", "_itemsize", "_lo", "_offset", "_overlaps", "_size", "_sizes",
+                 "_strides")
+
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        strides: Sequence[int] | None = None,
+        *,
+        offset: int = 0,
+        itemsize: int = 1,
+    ) -> None:
+        (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
+         self._hi) = _core.normalize(sizes, strides, offset, itemsize)
+        self._flags = -1
+        self._overlaps: bool | None = None
+
+    @classmethod
+    def packed(
+        cls,
+        sizes: Sequence[int],
+        layout: LayoutSpec = None,
+        *,
+        itemsize: int = 1,
+        broadcast: Sequence[bool] | None = None,
+    ) -> Layout:
+        """A packed layout of ``sizes`` in a named or given physical order.
+
+        Parameters
+        ----------
+        sizes : sequence of int
+            Logical sizes in canonical order (``NCHW`` for rank 4, ``NCDHW`` for rank 5, ...).
+        layout : None, str or sequence of int, optional
+            ``None``/``"C"``, ``"F"``, a label such as ``"NHWC"``, or axes outermost first.
+        itemsize : int, optional
+            Bytes per element.
+        broadcast : sequence of bool, optional
+            DirectML broadcast flags: those axes get stride 0 and count as size 1.
+
+        Examples
+        --------
+        >>> Layout.packed((2, 3, 4, 5), "NHWC").strides
+        (60, 1, 15, 3)
+        >>> Layout.packed((2, 3), "F").label
+        'WH'
+        """
+        return cls(sizes, _packed_strides(sizes, layout, broadcast=broadcast), itemsize=itemsize)
+
+    # ---- basic attributes -------------------------------------------------------------------
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Number of elements along each dimension."""
+        return self._sizes
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides, one per dimension."""
+        return self._strides
+
+    @property
+    def offset(self) -> int:
+        """Element offset of index ``(0, ..., 0)``."""
+        return self._offset
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._itemsize
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self._sizes)
+
+    @property
+    def size(self) -> int:
+        """Number of logical elements (product of the sizes)."""
+        return self._size
+
+    @property
+    def byte_strides(self) -> tuple[int, ...]:
+        """Strides in bytes (numpy's unit).
+
+        >>> Layout((2, 3), itemsize=8).byte_strides
+        (24, 8)
+        """
+        isz = self._itemsize
+        return tuple(s * isz for s in self._strides)
+
+    @property
+    def byte_offset(self) -> int:
+        """Offset in bytes."""
+        return self._offset * self._itemsize
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(lowest, highest)`` element offset reached, offset included.
+
+        An empty layout reaches nothing: its span is ``(offset, offset - 1)``, so that
+        ``highest - lowest + 1`` is always the number of offsets from first to last.
+
+        >>> Layout((2, 3), (-3, 1), offset=3).span
+        (0, 5)
+        >>> Layout((0, 3)).span
+        (0, -1)
+        """
+        return (self._lo, self._hi)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes from offset 0 to the end of the last element; 0 when empty.
+
+        This is the size of a buffer that starts at offset 0 and holds every element.
+
+        Raises
+        ------
+        ValueError
+            If the span reaches below offset 0 (negative strides or offset): no buffer starting
+            at offset 0 holds the layout.
+
+        Examples
+        --------
+        >>> Layout((2, 3), (5, 1), itemsize=4).nbytes
+        32
+        """
+        if self._size == 0:
+            return 0
+        if self._lo < 0:
+            raise ValueError(
+                f"the layout reaches element offset {self._lo}, below offset 0 "
+                f"(span {self.span}), so no buffer starting at offset 0 holds it"
+            )
+        return (self._hi + 1) * self._itemsize
+
+    def buffer_size(self, align: int = 4) -> int:
+        """Bytes from the lowest to the highest element, rounded up to ``align``.
+
+        See :func:`buffer_size`.
+
+        >>> Layout.packed((1, 1, 3, 5), "NHWC", itemsize=2).buffer_size()
+        32
+        """
+        return _core.buffer_size(self._sizes, self._strides, self._itemsize, align)
+
+    # ---- exact predicates (cached) -----------------------------------------------------------
+
+    def _flag(self, name: str) -> bool:
+        if self._flags < 0:
+            self._flags = _core.flags(self._sizes, self._strides)
+        return bool(self._flags & _F[name])
+
+    @property
+    def is_packed(self) -> bool:
+        """The elements occupy exactly ``size`` distinct consecutive offsets, in any order.
+
+        >>> Layout.packed((2, 3, 4, 5), "NHWC").is_packed, Layout((2, 3), (5, 1)).is_packed
+        (True, False)
+        """
+        return self._flag("packed")
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Packed in row-major (C) order; strides of size-1 dims are ignored.
+
+        >>> Layout((1, 3), (99, 1)).is_contiguous
+        True
+        """
+        return self._flag("contiguous")
+
+    @property
+    def is_broadcast(self) -> bool:
+        """Some dimension of size > 1 has stride 0 (and the layout is not empty).
+
+        >>> Layout((2, 3), (0, 1)).is_broadcast
+        True
+        """
+        return self._flag("broadcast")
+
+    @property
+    def is_padded(self) -> bool:
+        """Some offset between the lowest and the highest element is reached by no element.
+
+        >>> Layout((2, 3), (5, 1)).is_padded
+        True
+        """
+        return self._flag("padded")
+
+    @property
+    def overlaps(self) -> bool:
+        """Two distinct indices reach the same offset (exact, not a heuristic).
+
+        >>> Layout((3, 3), (1, 1)).overlaps, Layout((3, 3), (2, 3)).overlaps
+        (True, False)
+        """
+        if self._overlaps is None:
+            self._overlaps = _core.overlaps(self._sizes, self._strides)
+        return self._overlaps
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """Physical dimension order, outermost first, inferred from the strides.
+
+        Dimensions are sorted by ``abs(stride)``, largest first. Size-1 and stride-0
+        dimensions could sit anywhere; they are placed so that the canonical order is returned
+        whenever it fits.
+
+        >>> Layout.packed((2, 3, 4, 5), "NHWC").order
+        (0, 2, 3, 1)
+        """
+        return _core.physical_order(self._sizes, self._strides)
+
+    @property
+    def label(self) -> str | None:
+        """The named layout (ranks 2-5) whose packed strides these are, else None.
+
+        Size-1 dimensions are ignored and stride-0 dimensions match as broadcast, so several
+        labels may fit: the canonical one is preferred (see :attr:`labels`).
+
+        >>> Layout((2, 3, 4, 5), (60, 1, 15, 3)).label
+        'NHWC'
+        >>> Layout((1, 1, 3, 5), (15, 1, 5, 1)).label
+        'NCHW'
+        """
+        return preferred_label(self._sizes, self._strides)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Every named layout that fits, the preferred one first.
+
+        >>> Layout((2, 1, 4, 5), (20, 20, 5, 1)).labels
+        ('NCHW', 'NHCW', 'NHWC', 'CNHW')
+        """
+        return matching_labels(self._sizes, self._strides)
+
+    # ---- element offsets and view algebra ----------------------------------------------------
+
+    def offset_of(self, index: Sequence[int]) -> int:
+        """Element offset of ``index``: ``dot(index, strides) + offset``.
+
+        Raises
+        ------
+        LayoutIndexError
+            If an index is outside ``[0, size)`` of its axis.
+
+        Examples
+        --------
+        >>> Layout((2, 2, 3)).offset_of((1, 0, 1))
+        7
+        """
+        return _core.offset_of(index, self._strides, self._offset, self._sizes)
+
+    def _derive(self, sizes: tuple[int, ...], strides: tuple[int, ...],
+                offset: int | None = None) -> Layout:
+        return Layout(sizes, strides, offset=self._offset if offset is None else offset,
+                      itemsize=self._itemsize)
+
+    def permute(self, axes: Sequence[int]) -> Layout:
+        """The same elements with the axes reordered: new axis ``k`` is old axis ``axes[k]``.
+
+        >>> Layout((2, 3, 4)).permute((2, 0, 1)).strides
+        (1, 12, 4)
+        """
+        sizes, strides = _core.permute(self._sizes, self._strides, axes)
+        return self._derive(sizes, strides)
+
+    def __getitem__(self, key: Any) -> Layout:
+        """numpy basic indexing: integers, slices with any step, ``None`` and ``...``.
+
+        >>> L = Layout((4, 6))
+        >>> L[1:, ::-2]
+        Layout(sizes=(3, 3), strides=(6, -2), offset=11, itemsize=1)
+        >>> L[..., None, 2].sizes
+        (4, 1)
+        """
+        sizes, strides, offset = _core.index(self._sizes, self._strides, self._offset, key)
+        return self._derive(sizes, strides, offset)
+
+    def broadcast_to(self, sizes: Sequence[int]) -> Layout:
+        """Broadcast with numpy's rules: size-1 axes stretch (stride 0), new axes lead.
+
+        >>> Layout((3,)).broadcast_to((2, 3)).strides
+        (0, 1)
+        """
+        sizes = _core.as_sizes(sizes)
+        return self._derive(sizes, _core.broadcast_strides(self._sizes, self._strides, sizes))
+
+    def coalesce(self) -> Layout:
+        """Merge dimensions that are contiguous with each other and drop size-1 dimensions.
+
+        The result reaches the same offsets in the same (row-major) order with fewer
+        dimensions.
+
+        >>> Layout((2, 3, 4)).coalesce()
+        Layout(sizes=(24,), strides=(1,), offset=0, itemsize=1)
+        >>> Layout((2, 3, 4), (24, 4, 1)).coalesce().sizes
+        (2, 12)
+        """
+        sizes, strides = _core.coalesce(self._sizes, self._strides)
+        return self._derive(sizes, strides)
+
+    def reshape(self, sizes: Sequence[int]) -> Layout:
+        """A view of the same elements (row-major order) with new sizes; one size may be -1.
+
+        Raises
+        ------
+        ValueError
+            If the element counts differ, or no strides give a view; the message names the
+            axes whose strides block it.
+
+        Examples
+        --------
+        >>> Layout((2, 3, 4)).reshape((6, -1)).strides
+        (4, 1)
+        >>> Layout((3, 4)).permute((1, 0)).reshape((12,))
+        Traceback (most recent call last):
+            ...
+        ValueError: no view reshapes sizes (4, 3) with strides (1, 4) to (12,): ...
+        """
+        new_sizes = _core.resolve_sizes(sizes, self._size)
+        return self._derive(new_sizes,
+                            _core.reshape_strides(self._sizes, self._strides, new_sizes))
+
+    # ---- value semantics ---------------------------------------------------------------------
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._sizes, self._strides, self._offset, self._itemsize)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Layout(sizes={self._sizes!r}, strides={self._strides!r}, "
+                f"offset={self._offset}, itemsize={self._itemsize})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, self._key())
+
+
+def _rebuild(sizes: tuple[int, ...], strides: tuple[int, ...], offset: int,
+             itemsize: int) -> Layout:
+    return Layout(sizes, strides, offset=offset, itemsize=itemsize)
+
+
+def buffer_size(
+    sizes: Sequence[int], strides: Sequence[int] | None = None, *, itemsize: int, align: int = 4
+) -> int:
+    """Bytes of the smallest buffer holding every element, rounded up to ``align``.
+
+    ``(highest - lowest offset + 1) * itemsize`` rounded up to a multiple of ``align``; 0 for an
+    empty tensor. With non-negative strides and ``align=4`` this is DirectML's
+    ``DMLCalcBufferTensorSize``, computed exactly in 64 bits instead of wrapping at 32.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Logical sizes.
+    strides : sequence of int, optional
+        Element strides (default packed row-major); negative strides are allowed.
+    itemsize : int
+        Bytes per element.
+    align : int, optional
+        Round up to a multiple of this many bytes (DirectML: 4; 1 means no rounding).
+
+    Examples
+    --------
+    >>> buffer_size((1, 1, 3, 5), itemsize=2)           # 30 bytes, DWORD-aligned
+    32
+    >>> buffer_size((2, 3), (5, 1), itemsize=1, align=1)
+    8
+    >>> buffer_size((4,), (-1,), itemsize=4, align=1)   # negative strides: the span counts
+    16
+    """
+    return _core.buffer_size(sizes, strides, itemsize, align)
+
+
+def offset_of(index: Sequence[int], strides: Sequence[int], offset: int = 0) -> int:
+    """``dot(index, strides) + offset`` in checked 64-bit arithmetic.
+
+    Examples
+    --------
+    >>> offset_of((1, 0, 1), (6, 3, 1))    # element H of a 2x2x3 DHW tensor
+    7
+    """
+    return _core.offset_of(index, strides, offset)

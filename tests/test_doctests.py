@@ -1,0 +1,84 @@
+"""Run the documentation's examples as tests.
+
+(a) the ``>>>`` examples in the docstrings of every module of the installed package, and
+(b) the ``>>>`` examples in ``README.md`` and ``docs/*.rst`` (located from this file, so the
+    repository root does not need to be importable: the tests use the installed package).
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every module of the package whose docstrings may hold examples. A module that is not written
+# yet (or whose import fails) is reported as a failure, not silently skipped: it is part of the
+# public package.
+MODULES = [
+    "strided",
+    "strided.layout",
+    "strided.formats",
+    "strided._core",
+    "strided._explain",
+]
+
+# Modules whose docstrings must hold at least one example, so that this test cannot pass
+# vacuously when the examples are lost.
+MUST_HAVE_EXAMPLES = {"strided.layout", "strided.formats"}
+
+MODULE_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+# Documentation files may show an exception with its public name (``strided.LayoutIndexError``)
+# and a shortened message; the type is still checked.
+FILE_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.IGNORE_EXCEPTION_DETAIL
+
+
+def _doc_files() -> list[Path]:
+    files = [ROOT / "README.md"]
+    docs = ROOT / "docs"
+    if docs.is_dir():
+        files.extend(sorted(docs.glob("*.rst")))
+    return files
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    result = doctest.testmod(
+        module,
+        finder=finder,
+        optionflags=MODULE_FLAGS,
+        report=True,
+        verbose=False,
+    )
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
+    if name in MUST_HAVE_EXAMPLES:
+        assert result.attempted > 0, f"{name} has no docstring examples"
+
+
+@pytest.mark.parametrize("path", _doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_documentation_examples(path: Path) -> None:
+    if not path.is_file():
+        pytest.skip(f"{path.relative_to(ROOT)} is absent")
+    result = doctest.testfile(
+        str(path),
+        module_relative=False,
+        optionflags=FILE_FLAGS,
+        report=True,
+        verbose=False,
+        encoding="utf-8",
+    )
+    assert result.failed == 0, f"{result.failed} example(s) failed in {path.relative_to(ROOT)}"
+
+
+def test_readme_has_examples() -> None:
+    readme = ROOT / "README.md"
+    if not readme.is_file():
+        pytest.skip("README.md is absent")
+    parser = doctest.DocTestParser()
+    examples = parser.get_examples(readme.read_text(encoding="utf-8"))
+    assert len(examples) > 0, "README.md has no >>> examples"
