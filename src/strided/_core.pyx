@@ -6,6 +6,7 @@ below validate their arguments with the GIL held, call them, and turn a status i
 that names the argument and the value. This module knows nothing of numpy or torch.
 """
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
 from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
@@ -593,9 +594,22 @@ cdef int c_reshape_strides(int nd, const int64_t* sizes, const int64_t* strides,
 # Python-facing validation: every argument is checked here, with the GIL, before any C loop
 # --------------------------------------------------------------------------------------------
 
-cdef int64_t _as_int64(object value, str what) except? -1:
+cdef inline int64_t _as_int64(object value, str what) except? -1:
     """`value` as an int64; bools and non-integers are TypeError, too large is OverflowError."""
+    cdef int overflow = 0
+    cdef long long v
+    if type(value) is int:
+        v = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow:
+            return v
+    return _as_int64_slow(value, what, -1)
+
+
+cdef int64_t _as_int64_slow(object value, str what, Py_ssize_t position) except? -1:
+    """The general case of _as_int64; `what[position]` names the value when position >= 0."""
     cdef object iv
+    if position >= 0:
+        what = f"{what}[{position}]"
     if type(value) is not int:
         if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
             raise TypeError(f"{what} must be an integer, not a bool ({value!r})")
@@ -612,10 +626,17 @@ cdef int64_t _as_int64(object value, str what) except? -1:
     return <int64_t>iv
 
 
-cdef int _load(object obj, str name, int64_t* out, bint nonnegative) except -1:
-    """Read a sequence of integers (or one integer, meaning one dim) into out; return its length."""
+cdef int _load(object obj, str name, int64_t* out, bint nonnegative,
+               bint* exact_tuple=NULL) except -1:
+    """Read a sequence of integers (or one integer, meaning one dim) into out; return its length.
+
+    `*exact_tuple` (when given) tells whether `obj` is a tuple of exact Python ints, which the
+    caller may keep as it is instead of building a new tuple.
+    """
     cdef Py_ssize_t n, i
-    cdef object seq
+    cdef int overflow
+    cdef bint exact
+    cdef object seq, v
     if type(obj) is tuple or type(obj) is list:
         seq = obj
     elif obj is None or isinstance(obj, (str, bytes, bytearray, float, complex)):
@@ -634,10 +655,19 @@ cdef int _load(object obj, str name, int64_t* out, bint nonnegative) except -1:
         raise ValueError(
             f"{name} has {n} entries: a layout has at most {MAX_NDIM} dimensions"
         )
+    exact = type(seq) is tuple
     for i in range(n):
-        out[i] = _as_int64(seq[i], f"{name}[{i}]")
+        v = seq[i]
+        overflow = 1
+        if type(v) is int:   # fast path: exact ints need no name unless they fail
+            out[i] = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow:
+            out[i] = _as_int64_slow(v, name, i)
+            exact = False
         if nonnegative and out[i] < 0:
             raise ValueError(f"{name}[{i}] must be >= 0, got {out[i]}")
+    if exact_tuple != NULL:
+        exact_tuple[0] = exact
     return <int>n
 
 
@@ -677,7 +707,7 @@ cdef int _load_permutation(object axes, int nd, str name, int* out) except -1:
 
 
 cdef int _load_strides_or_packed(object strides, int nd, const int64_t* sz,
-                                 int64_t* st) except -1:
+                                 int64_t* st, bint* exact_tuple=NULL) except -1:
     """Strides matching nd sizes; None means packed row-major."""
     cdef int order[MAX_NDIM]
     cdef int i, ns
@@ -687,7 +717,7 @@ cdef int _load_strides_or_packed(object strides, int nd, const int64_t* sz,
         if c_packed_strides(nd, sz, order, NULL, st):
             raise OverflowError(f"the packed strides of sizes {_tuple(nd, sz)!r} leave int64")
         return 0
-    ns = _load(strides, "strides", st, False)
+    ns = _load(strides, "strides", st, False, exact_tuple)
     if ns != nd:
         raise ValueError(f"strides has {ns} entries but sizes has {nd}: they must match")
     return 0
@@ -701,7 +731,10 @@ cdef _raise_overflow(str what, object sizes, object strides):
 
 
 def normalize(sizes, strides, offset, itemsize):
-    """Validate a layout; return (sizes, strides, offset, itemsize, size, lo, hi).
+    """Validate a layout; return (sizes, strides, offset, itemsize, size, lo, hi, flags).
+
+    ``flags`` holds the FLAG_* bits of `c_flags`: they cost little next to the validation and
+    are computed here while the C arrays exist.
 
     ``strides=None`` means packed row-major. Raises TypeError / ValueError / OverflowError
     naming the argument and the value.
@@ -709,9 +742,10 @@ def normalize(sizes, strides, offset, itemsize):
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t st[MAX_NDIM]
     cdef int nd, i
+    cdef bint sizes_exact = False, strides_exact = False
     cdef int64_t off, isz, n, lo, hi, tmp
-    nd = _load(sizes, "sizes", sz, True)
-    _load_strides_or_packed(strides, nd, sz, st)
+    nd = _load(sizes, "sizes", sz, True, &sizes_exact)
+    _load_strides_or_packed(strides, nd, sz, st, &strides_exact)
     off = _as_int64(offset, "offset")
     isz = _as_int64(itemsize, "itemsize")
     if isz <= 0:
@@ -732,7 +766,10 @@ def normalize(sizes, strides, offset, itemsize):
             f"the byte offsets of the layout (offset {off}, span {lo}..{hi}, itemsize {isz}) "
             f"leave the signed 64-bit range"
         )
-    return _tuple(nd, sz), _tuple(nd, st), off, isz, n, lo, hi
+    # Reuse the caller's tuples when they are already exact: saves two allocations per Layout.
+    return (sizes if sizes_exact else _tuple(nd, sz),
+            strides if strides_exact else _tuple(nd, st), off, isz, n, lo, hi,
+            c_flags(nd, sz, st))
 
 
 def as_sizes(sizes, name="sizes"):
@@ -867,6 +904,9 @@ def flags(sizes, strides):
     return c_flags(nd, sz, st)
 
 
+FLAG_BITS = (FLAG_PACKED, FLAG_CONTIGUOUS, FLAG_F_CONTIGUOUS, FLAG_BROADCAST, FLAG_PADDED,
+             FLAG_EMPTY)
+
 FLAGS = {
     "packed": FLAG_PACKED,
     "contiguous": FLAG_CONTIGUOUS,
@@ -897,6 +937,29 @@ def physical_order(sizes, strides):
     cdef int order[MAX_NDIM]
     cdef int nd = _load_pair(sizes, strides, sz, st), i
     c_physical_order(nd, sz, st, order)
+    return tuple([order[i] for i in range(nd)])
+
+
+def named_order(sizes, strides):
+    """The physical order when the strides are packed in it, else None.
+
+    Size-1 dims are ignored and stride-0 dims count as broadcast: this is the test behind the
+    layout labels (a label fits when its order gives these strides).
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int64_t expected[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef unsigned char bcast[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, strides, sz, st), i
+    c_physical_order(nd, sz, st, order)
+    for i in range(nd):
+        bcast[i] = st[i] == 0
+    if c_packed_strides(nd, sz, order, bcast, expected):
+        return None
+    for i in range(nd):
+        if sz[i] != 1 and st[i] != expected[i]:
+            return None
     return tuple([order[i] for i in range(nd)])
 
 

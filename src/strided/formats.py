@@ -183,17 +183,6 @@ def packed_strides(
     return _core.packed_strides(sizes, physical_order(layout, len(sizes)), broadcast)
 
 
-def _is_named_fit(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The physical order when the strides are packed in it (up to size-1 and broadcast dims)."""
-    order = _core.physical_order(sizes, strides)
-    broadcast = tuple(s == 0 for s in strides)
-    expected = _core.packed_strides(sizes, order, broadcast)
-    for n, got, want in zip(sizes, strides, expected):
-        if n != 1 and got != want:
-            return None
-    return order
-
-
 def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, ...]:
     """Every named layout whose packed strides equal ``strides`` (dims of size 1 ignored).
 
@@ -213,7 +202,7 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return ()
-    order = _is_named_fit(sizes, strides)
+    order = _core.named_order(sizes, strides)
     if order is None:
         return ()
     ranked = [ax for ax in order if sizes[ax] != 1 and strides[ax] != 0]
@@ -242,7 +231,7 @@ def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return None
-    order = _is_named_fit(sizes, strides)
+    order = _core.named_order(sizes, strides)
     return None if order is None else "".join(letters[ax] for ax in order)
 
 

@@ -15,7 +15,7 @@ from strided.formats import packed_strides as _packed_strides
 
 __all__ = ["Layout", "buffer_size", "offset_of"]
 
-_F = _core.FLAGS
+_PACKED, _CONTIGUOUS, _F_CONTIGUOUS, _BROADCAST, _PADDED, _EMPTY = _core.FLAG_BITS
 
 
 class Layout:
@@ -69,8 +69,7 @@ class Layout:
         itemsize: int = 1,
     ) -> None:
         (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
-         self._hi) = _core.normalize(sizes, strides, offset, itemsize)
-        self._flags = -1
+         self._hi, self._flags) = _core.normalize(sizes, strides, offset, itemsize)
         self._overlaps: bool | None = None
 
     @classmethod
@@ -203,11 +202,6 @@ class Layout:
 
     # ---- exact predicates (cached) -----------------------------------------------------------
 
-    def _flag(self, name: str) -> bool:
-        if self._flags < 0:
-            self._flags = _core.flags(self._sizes, self._strides)
-        return bool(self._flags & _F[name])
-
     @property
     def is_packed(self) -> bool:
         """The elements occupy exactly ``size`` distinct consecutive offsets, in any order.
@@ -215,7 +209,7 @@ class Layout:
         >>> Layout.packed((2, 3, 4, 5), "NHWC").is_packed, Layout((2, 3), (5, 1)).is_packed
         (True, False)
         """
-        return self._flag("packed")
+        return self._flags & _PACKED != 0
 
     @property
     def is_contiguous(self) -> bool:
@@ -224,7 +218,7 @@ class Layout:
         >>> Layout((1, 3), (99, 1)).is_contiguous
         True
         """
-        return self._flag("contiguous")
+        return self._flags & _CONTIGUOUS != 0
 
     @property
     def is_broadcast(self) -> bool:
@@ -233,7 +227,7 @@ class Layout:
         >>> Layout((2, 3), (0, 1)).is_broadcast
         True
         """
-        return self._flag("broadcast")
+        return self._flags & _BROADCAST != 0
 
     @property
     def is_padded(self) -> bool:
@@ -242,7 +236,7 @@ class Layout:
         >>> Layout((2, 3), (5, 1)).is_padded
         True
         """
-        return self._flag("padded")
+        return self._flags & _PADDED != 0
 
     @property
     def overlaps(self) -> bool:
@@ -252,7 +246,13 @@ class Layout:
         (True, False)
         """
         if self._overlaps is None:
-            self._overlaps = _core.overlaps(self._sizes, self._strides)
+            flags = self._flags
+            if flags & (_PACKED | _EMPTY):
+                self._overlaps = False   # one offset per element, by definition
+            elif flags & _BROADCAST:
+                self._overlaps = True
+            else:
+                self._overlaps = _core.overlaps(self._sizes, self._strides)
         return self._overlaps
 
     @property
