@@ -1,0 +1,512 @@
+"""Human-readable explanations of layouts: properties, the logical tensor and the memory map.
+
+This is the rendering behind ``python -m strided explain``. The memory map is drawn the way the
+DirectML documentation draws it: an ``offset`` row and a ``value`` row, one column per element
+offset, the logical elements named ``A, B, C, ...`` in row-major index order, ``x`` for an offset
+no element reaches, and ``A/D`` where several elements share an offset (broadcast, overlap).
+
+Every number shown comes from the public :class:`~strided.Layout` API (``offset_of``, ``span``,
+``buffer_size``, the predicates); nothing here recomputes stride arithmetic of its own.
+
+Examples
+--------
+>>> from strided import Layout
+>>> print(memory_map(Layout((2, 3), (5, 1))))
+offset  0 1 2 3 4 5 6 7 8 9
+value   A B C x x D E F x x
+offsets 8..9: trailing padding (stride 5 x size 2 = 10 offsets); the DirectML buffer ends at 7.
+"""
+
+from __future__ import annotations
+
+import string
+import textwrap
+from collections.abc import Iterator
+
+from strided.layout import Layout
+
+__all__ = [
+    "documentation_examples",
+    "element_list",
+    "element_name",
+    "explain",
+    "logical_grid",
+    "memory_map",
+    "properties",
+    "walkthrough",
+]
+
+#: The memory map shows at most this many offsets.
+MAX_OFFSETS = 64
+#: The logical grid and the element list are drawn for at most this many elements.
+MAX_GRID_ELEMENTS = 256
+MAX_LISTED_ELEMENTS = 32
+#: At most this many elements are placed on the map (a huge broadcast repeats offsets forever).
+MAX_MAP_ELEMENTS = 4096
+#: Lines are wrapped to this width.
+LINE_WIDTH = 100
+
+_GAP = "x"
+
+
+def element_name(k: int) -> str:
+    """Name of the ``k``-th logical element: ``A`` ... ``Z``, then ``AA``, ``AB``, ...
+
+    Parameters
+    ----------
+    k : int
+        Row-major position of the element (``>= 0``).
+
+    Examples
+    --------
+    >>> [element_name(k) for k in (0, 1, 25, 26, 27, 701, 702)]
+    ['A', 'B', 'Z', 'AA', 'AB', 'ZZ', 'AAA']
+    """
+    letters = ""
+    k += 1
+    while k > 0:
+        k, r = divmod(k - 1, 26)
+        letters = string.ascii_uppercase[r] + letters
+    return letters
+
+
+def _row_major(layout: Layout) -> Layout:
+    """The packed row-major layout of the same sizes: its offsets are element positions."""
+    return Layout(layout.sizes)
+
+
+def _name_of(index: tuple[int, ...], positions: Layout) -> str:
+    return element_name(positions.offset_of(index))
+
+
+def _tuple(values: tuple[int, ...]) -> str:
+    return str(tuple(values))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+# ---- the property table ---------------------------------------------------------------------
+
+
+def _label_line(layout: Layout) -> str:
+    if not 2 <= layout.ndim <= 5:
+        return "none (named layouts exist for ranks 2 to 5)"
+    labels = layout.labels
+    if not labels:
+        return "none (the strides are not the packed strides of a named layout)"
+    if len(labels) == 1:
+        return labels[0]
+    return (f"{labels[0]} ({len(labels)} labels fit, as size-1 and stride-0 dims can sit "
+            f"anywhere: {', '.join(labels)})")
+
+
+def _buffer_line(layout: Layout) -> str:
+    try:
+        aligned, exact = layout.buffer_size(align=4), layout.buffer_size(align=1)
+    except OverflowError as exc:
+        return f"undefined: {exc}"
+    return f"{_plural(aligned, 'byte')} (DirectML, rounded up to 4); exact {_plural(exact, 'byte')}"
+
+
+def _nbytes_line(layout: Layout) -> str:
+    try:
+        return str(layout.nbytes)
+    except (ValueError, OverflowError) as exc:
+        return f"undefined: {exc}"
+
+
+def _span_line(layout: Layout) -> str:
+    if layout.size == 0:
+        return "empty: no element is stored"
+    lo, hi = layout.span
+    return f"offsets {lo}..{hi} ({_plural(hi - lo + 1, 'offset')})"
+
+
+def _flags_line(layout: Layout) -> str:
+    flags = {
+        "packed": layout.is_packed,
+        "contiguous": layout.is_contiguous,
+        "broadcast": layout.is_broadcast,
+        "padded": layout.is_padded,
+        "overlaps": layout.overlaps,
+    }
+    return ", ".join(f"{name}: {_yes_no(value)}" for name, value in flags.items())
+
+
+def properties(layout: Layout) -> list[tuple[str, str]]:
+    """The ``(name, value)`` rows of the property table of ``layout``.
+
+    Examples
+    --------
+    >>> dict(properties(Layout((1, 1, 3, 5), (15, 1, 5, 1), itemsize=2)))["buffer size"]
+    '32 bytes (DirectML, rounded up to 4); exact 30 bytes'
+    """
+    return [
+        ("sizes", _tuple(layout.sizes)),
+        ("strides", f"{_tuple(layout.strides)} elements"),
+        ("byte strides", f"{_tuple(layout.byte_strides)} (itemsize {layout.itemsize})"),
+        ("offset", str(layout.offset)),
+        ("label", _label_line(layout)),
+        ("order", f"{_tuple(layout.order)} (physical order, outermost first)"),
+        ("size", _plural(layout.size, "element")),
+        ("span", _span_line(layout)),
+        ("buffer size", _buffer_line(layout)),
+        ("nbytes", _nbytes_line(layout)),
+        ("flags", _flags_line(layout)),
+    ]
+
+
+# ---- the logical tensor ---------------------------------------------------------------------
+
+
+def _slice_header(prefix: tuple[int, ...]) -> str:
+    return "[" + ", ".join([*map(str, prefix), ":", ":"]) + "]"
+
+
+def _grid_rows(sizes: tuple[int, ...], prefix: tuple[int, ...], positions: Layout,
+               width: int) -> list[str]:
+    rows, cols = sizes[-2], sizes[-1]
+    return [
+        " ".join(_name_of((*prefix, r, c), positions).rjust(width) for c in range(cols))
+        for r in range(rows)
+    ]
+
+
+def _prefixes(sizes: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """Every index of the leading dimensions, row-major."""
+    if not sizes:
+        yield ()
+        return
+    for head in range(sizes[0]):
+        for tail in _prefixes(sizes[1:]):
+            yield (head, *tail)
+
+
+def logical_grid(layout: Layout) -> str:
+    """The logical tensor as a grid of element names; 2-D slices for rank > 2.
+
+    Examples
+    --------
+    >>> print(logical_grid(Layout((2, 2, 3))))
+    [0, :, :]
+    A B C
+    D E F
+    [1, :, :]
+    G H I
+    J K L
+    """
+    if layout.size == 0:
+        return "(empty: a size is 0)"
+    if layout.size > MAX_GRID_ELEMENTS:
+        return f"({layout.size} elements: the grid is drawn for at most {MAX_GRID_ELEMENTS})"
+    positions = _row_major(layout)
+    width = len(element_name(layout.size - 1))
+    if layout.ndim == 0:
+        return element_name(0)
+    if layout.ndim == 1:
+        return " ".join(element_name(k).rjust(width) for k in range(layout.size))
+    lines: list[str] = []
+    for prefix in _prefixes(layout.sizes[:-2]):
+        if layout.ndim > 2:
+            lines.append(_slice_header(prefix))
+        lines.extend(_grid_rows(layout.sizes, prefix, positions, width))
+    return "\n".join(lines)
+
+
+def element_list(layout: Layout) -> str:
+    """Each element's name, index and offset, for small layouts.
+
+    Examples
+    --------
+    >>> print(element_list(Layout((2, 2), (0, 1))))
+    A (0, 0) -> 0   B (0, 1) -> 1   C (1, 0) -> 0   D (1, 1) -> 1
+    """
+    if layout.size == 0 or layout.size > MAX_LISTED_ELEMENTS:
+        return ""
+    positions = _row_major(layout)
+    entries = [
+        f"{_name_of(index, positions)} {_tuple(index)} -> {layout.offset_of(index)}"
+        for index in _prefixes(layout.sizes)
+    ]
+    width = max(map(len, entries))
+    per_line = max(1, (LINE_WIDTH + 3) // (width + 3))
+    lines = [
+        "   ".join(entry.ljust(width) for entry in entries[i:i + per_line]).rstrip()
+        for i in range(0, len(entries), per_line)
+    ]
+    return "\n".join(lines)
+
+
+# ---- the memory map -------------------------------------------------------------------------
+
+
+def _intersects(layout: Layout, lo: int, hi: int) -> bool:
+    low, high = layout.span
+    return layout.size > 0 and low <= hi and high >= lo
+
+
+def _axis_range(layout: Layout, lo: int, hi: int) -> range:
+    """Indices along axis 0 whose sub-layout can reach an offset in ``[lo, hi]``.
+
+    The sub-layout at index ``i`` is the one at index 0 shifted by ``i * stride``; its span
+    tells which shifts land in the window.
+    """
+    n, step = layout.sizes[0], layout.strides[0]
+    if step == 0:
+        return range(n)
+    first_lo, first_hi = layout[0].span
+    t = abs(step)
+    if step > 0:
+        start, stop = -((first_hi - lo) // t), (hi - first_lo) // t
+    else:
+        start, stop = -((hi - first_lo) // t), (first_hi - lo) // t
+    return range(max(0, start), min(n - 1, stop) + 1)
+
+
+def _elements_in(layout: Layout, lo: int, hi: int,
+                 prefix: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], int]]:
+    """``(index, offset)`` of every element whose offset is in ``[lo, hi]``, row-major."""
+    if layout.ndim == 0:
+        if lo <= layout.offset <= hi:
+            yield prefix, layout.offset
+        return
+    for i in _axis_range(layout, lo, hi):
+        sub = layout[i]
+        if _intersects(sub, lo, hi):
+            yield from _elements_in(sub, lo, hi, (*prefix, i))
+
+
+def _map_end(layout: Layout) -> tuple[int, str]:
+    """Last offset drawn, and a note on the offsets drawn after the last element.
+
+    The map ends at the end of the DirectML buffer, or at the end of the outermost stride's
+    extent (``abs(stride) * size``) when that is later: a padded image keeps the padding of
+    its last row, as the DirectML documentation draws it.
+    """
+    lo, hi = layout.span
+    extents = [(abs(s) * n, abs(s), n) for n, s in zip(layout.sizes, layout.strides, strict=True)
+               if n > 1]
+    extent, step, count = max(extents, default=(0, 0, 0))
+    try:
+        buffer_bytes = layout.buffer_size(align=4)
+    except OverflowError:
+        buffer_bytes = 0
+    buffer_end = lo + buffer_bytes // layout.itemsize - 1
+    end = max(hi, lo + extent - 1, buffer_end)
+    if end == hi:
+        return end, ""
+    where = f"offset {end}" if end == hi + 1 else f"offsets {hi + 1}..{end}"
+    exact = layout.buffer_size(align=1)
+    if lo + extent - 1 == end:
+        return end, (f"{where}: trailing padding (stride {step} x size {count} = "
+                     f"{extent} offsets); the DirectML buffer ends at {buffer_end}.")
+    return end, (f"{where}: DirectML buffer padding ({exact} bytes rounded up to "
+                 f"{buffer_bytes}, a multiple of 4).")
+
+
+def _cell(names: list[str]) -> str:
+    if not names:
+        return _GAP
+    if len(names) <= 3:
+        return "/".join(names)
+    return f"{names[0]}/{names[1]}+{len(names) - 2}"
+
+
+def _wrap_rows(offsets: list[str], values: list[str]) -> list[str]:
+    width = max(map(len, offsets + values))
+    per_line = max(1, (LINE_WIDTH - 8) // (width + 1))
+    lines: list[str] = []
+    for i in range(0, len(offsets), per_line):
+        lines.append("offset  " + " ".join(o.rjust(width) for o in offsets[i:i + per_line]))
+        lines.append("value   " + " ".join(v.rjust(width) for v in values[i:i + per_line]))
+    return lines
+
+
+def _names(names: list[str], limit: int = 4) -> str:
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
+
+
+def _shared_note(cells: dict[int, list[str]]) -> str:
+    shared = [(off, names) for off, names in sorted(cells.items()) if len(names) > 1]
+    if not shared:
+        return ""
+    shown = "; ".join(f"{off}: {_names(names)}" for off, names in shared[:8])
+    more = f"; ... ({len(shared) - 8} more offsets)" if len(shared) > 8 else ""
+    return f"{_plural(len(shared), 'offset')} shown hold several elements: {shown}{more}."
+
+
+def memory_map(layout: Layout) -> str:
+    """The memory map of ``layout``: an offset row and a value row, as DirectML draws it.
+
+    Columns run from the lowest offset reached to the end of the buffer (the DirectML buffer
+    size, or the outermost stride's extent when that is longer, as in a padded image whose last
+    row keeps its padding), at most :data:`MAX_OFFSETS` of them. ``x`` marks an offset no
+    element reaches; ``A/D`` an offset several elements share.
+
+    Parameters
+    ----------
+    layout : Layout
+        Any layout; an empty one has no map.
+
+    Returns
+    -------
+    str
+        The map, then one line per remark (trailing offsets, shared offsets, truncation).
+
+    Examples
+    --------
+    >>> print(memory_map(Layout((2, 3), (0, 1), itemsize=4)))    # a broadcast row
+    offset    0   1   2
+    value   A/D B/E C/F
+    3 offsets shown hold several elements: 0: A, D; 1: B, E; 2: C, F.
+    >>> print(memory_map(Layout((2, 3), (1, 2), itemsize=4)))    # column-major
+    offset  0 1 2 3 4 5
+    value   A D B E C F
+    >>> print(memory_map(Layout((2, 3), (1, 2), itemsize=1)))    # 6 bytes: DWORD-aligned to 8
+    offset  0 1 2 3 4 5 6 7
+    value   A D B E C F x x
+    offsets 6..7: DirectML buffer padding (6 bytes rounded up to 8, a multiple of 4).
+    """
+    if layout.size == 0:
+        return "(empty: a size is 0, no element is stored)"
+    lo, _ = layout.span
+    end, trailing_note = _map_end(layout)
+    last = min(end, lo + MAX_OFFSETS - 1)
+    positions = _row_major(layout)
+    cells: dict[int, list[str]] = {}
+    placed = 0
+    for index, offset in _elements_in(layout, lo, last):
+        cells.setdefault(offset, []).append(_name_of(index, positions))
+        placed += 1
+        if placed >= MAX_MAP_ELEMENTS:
+            break
+    offsets = list(range(lo, last + 1))
+    lines = _wrap_rows([str(o) for o in offsets], [_cell(cells.get(o, [])) for o in offsets])
+    notes = [trailing_note, _shared_note(cells)]
+    if last < end:
+        notes.append(f"truncated: offsets {lo}..{last} of {lo}..{end} shown "
+                     f"({end - last} more not shown).")
+    if placed >= MAX_MAP_ELEMENTS:
+        notes.append(f"truncated: only the first {MAX_MAP_ELEMENTS} elements found are placed "
+                     f"(the counts of shared offsets are lower bounds).")
+    return "\n".join(lines + [textwrap.fill(note, LINE_WIDTH, subsequent_indent="  ")
+                              for note in notes if note])
+
+
+# ---- the whole explanation ------------------------------------------------------------------
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def explain(layout: Layout, *, title: str | None = None) -> str:
+    """Explain ``layout``: its properties, the logical tensor and the memory map.
+
+    Parameters
+    ----------
+    layout : Layout
+        The layout to explain.
+    title : str, optional
+        A heading printed first.
+
+    Returns
+    -------
+    str
+        Several lines of text, without a trailing newline.
+
+    Examples
+    --------
+    >>> text = explain(Layout((2, 2, 3)), title="2x2x3 DHW")
+    >>> print(text.splitlines()[0])
+    2x2x3 DHW
+    >>> "H (1, 0, 1) -> 7" in text
+    True
+    >>> print(explain(Layout((3,))))
+    sizes         (3,)
+    strides       (1,) elements
+    byte strides  (1,) (itemsize 1)
+    offset        0
+    label         none (named layouts exist for ranks 2 to 5)
+    order         (0,) (physical order, outermost first)
+    size          3 elements
+    span          offsets 0..2 (3 offsets)
+    buffer size   4 bytes (DirectML, rounded up to 4); exact 3 bytes
+    nbytes        3
+    flags         packed: yes, contiguous: yes, broadcast: no, padded: no, overlaps: no
+    logical tensor:
+      A B C
+    memory map:
+      offset  0 1 2 3
+      value   A B C x
+      offset 3: DirectML buffer padding (3 bytes rounded up to 4, a multiple of 4).
+    elements (index -> offset):
+      A (0,) -> 0   B (1,) -> 1   C (2,) -> 2
+    """
+    rows = properties(layout)
+    width = max(len(name) for name, _ in rows) + 2
+    lines = [title] if title else []
+    lines.extend(
+        textwrap.fill(value, LINE_WIDTH, initial_indent=name.ljust(width),
+                      subsequent_indent=" " * width, break_on_hyphens=False)
+        for name, value in rows
+    )
+    if layout.size == 0:
+        lines.append("memory map: none, the layout is empty (a size is 0)")
+        return "\n".join(lines)
+    lines += ["logical tensor:", _indent(logical_grid(layout))]
+    lines += ["memory map:", _indent(memory_map(layout))]
+    listed = element_list(layout)
+    if listed:
+        lines += ["elements (index -> offset):", _indent(listed)]
+    return "\n".join(lines)
+
+
+def documentation_examples() -> list[tuple[str, Layout]]:
+    """The layouts of the DirectML strides documentation, with their titles.
+
+    Examples
+    --------
+    >>> [layout.strides for _, layout in documentation_examples()]
+    [(3, 1), (1, 2), (6, 3, 1), (5, 1), (0, 1), (15, 15, 5, 1), (15, 1, 5, 1)]
+    """
+    return [
+        ("2x3 float32, row-major (HW): the height-stride is the width, 3",
+         Layout((2, 3), itemsize=4)),
+        ("2x3 float32, column-major (WH): the height-stride is 1, the width-stride 2",
+         Layout.packed((2, 3), "WH", itemsize=4)),
+        ("2x2x3 float32, DHW: element H = index (1, 0, 1) is at offset "
+         "(1, 0, 1) . (6, 3, 1) = 7", Layout((2, 2, 3), itemsize=4)),
+        ("2x3 float32, padded: a height-stride of 5 instead of 3 (x = padding)",
+         Layout((2, 3), (5, 1), itemsize=4)),
+        ("2x3 float32, broadcast row: a height-stride of 0, so D E F repeat the offsets of A B C",
+         Layout((2, 3), (0, 1), itemsize=4)),
+        ("packed NCHW float16, sizes (1, 1, 3, 5): strides (15, 15, 5, 1)",
+         Layout.packed((1, 1, 3, 5), "NCHW", itemsize=2)),
+        ("packed NHWC float16, sizes (1, 1, 3, 5): strides (15, 1, 5, 1); C = 1: NCHW's memory",
+         Layout.packed((1, 1, 3, 5), "NHWC", itemsize=2)),
+    ]
+
+
+def walkthrough() -> str:
+    """Explain every example of the DirectML strides documentation, numbered.
+
+    Examples
+    --------
+    >>> text = walkthrough()
+    >>> "value   A B C x x D E F x x" in text
+    True
+    """
+    sections = [
+        explain(layout, title=f"== {number}. {title} ==")
+        for number, (title, layout) in enumerate(documentation_examples(), start=1)
+    ]
+    return "\n\n".join(sections)

@@ -1,0 +1,285 @@
+"""The command line: ``python -m strided explain`` and ``python -m strided bench``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+import strided._bench
+from strided import Layout
+from strided.__main__ import main
+from strided._explain import element_name, explain, memory_map
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def value_row(text: str) -> str:
+    """The value row of the first memory map in ``text``, without its heading."""
+    line = next(line for line in text.splitlines() if line.startswith("  value "))
+    return line.removeprefix("  value ").strip()
+
+
+def offset_row(text: str) -> list[int]:
+    """The offset row of the first memory map in ``text`` (map rows are indented)."""
+    line = next(line for line in text.splitlines() if line.startswith("  offset "))
+    return [int(o) for o in line.split()[1:]]
+
+
+def property_line(text: str, name: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(name + " "))
+
+
+# ---- explain with arguments -----------------------------------------------------------------
+
+
+def test_nhwc_strides_and_directml_buffer_size(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "explain", "NHWC", "--sizes", "1,1,3,5", "--itemsize", "2")
+    assert (status, err) == (0, "")
+    assert "(15, 1, 5, 1) elements" in property_line(out, "strides")
+    assert "(30, 2, 10, 2)" in property_line(out, "byte strides")
+    # 15 elements x 2 bytes = 30 bytes, rounded up to a multiple of 4
+    assert property_line(out, "buffer size").split()[2:] == [
+        "32", "bytes", "(DirectML,", "rounded", "up", "to", "4);", "exact", "30", "bytes"
+    ]
+    assert "NHWC" in property_line(out, "label")
+    assert value_row(out).split() == [*"ABCDEFGHIJKLMNO", "x"]
+
+
+def test_padded_height_stride(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "2,3", "--strides", "5,1")
+    assert status == 0
+    assert value_row(out) == "A B C x x D E F x x"
+    assert offset_row(out) == list(range(10))
+    assert "padded: yes" in property_line(out, "flags")
+    assert "packed: no" in property_line(out, "flags")
+    assert "8 bytes (DirectML, rounded up to 4); exact 8 bytes" in out
+
+
+def test_broadcast_row_repeats_offsets(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "2,3", "--strides", "0,1",
+                         "--itemsize", "4")
+    assert status == 0
+    assert offset_row(out) == [0, 1, 2]
+    assert value_row(out).split() == ["A/D", "B/E", "C/F"]
+    assert "0: A, D; 1: B, E; 2: C, F" in out
+    assert "D (1, 0) -> 0" in out and "F (1, 2) -> 2" in out
+    assert "broadcast: yes" in out and "overlaps: yes" in out
+
+
+def test_broadcast_letters_and_flags_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    _, by_letter, _ = run(capsys, "explain", "NHWC", "--sizes", "2,3,4,5", "--broadcast", "C")
+    _, by_flags, _ = run(capsys, "explain", "NHWC", "--sizes", "2,3,4,5",
+                         "--broadcast", "0,1,0,0")
+    assert "(20, 0, 5, 1) elements" in property_line(by_letter, "strides")
+    assert by_letter.splitlines()[1:] == by_flags.splitlines()[1:]
+
+
+def test_dhw_element_h_at_offset_7(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "DHW", "--sizes", "2,2,3")
+    assert status == 0
+    assert "H (1, 0, 1) -> 7" in out
+    assert "[1, :, :]" in out
+
+
+def test_negative_strides_and_offset(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "2,3", "--strides", "-3,1",
+                         "--offset", "3", "--itemsize", "4")
+    assert status == 0
+    assert value_row(out) == "D E F A B C"
+    assert "offsets 0..5" in property_line(out, "span")
+
+
+def test_nbytes_undefined_below_offset_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "4", "--offset=-2", "--itemsize", "4")
+    assert status == 0
+    assert "undefined" in property_line(out, "nbytes")
+    assert offset_row(out) == [-2, -1, 0, 1]
+
+
+def test_label_and_consistent_strides(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "NHWC", "--sizes", "1,2,3,4",
+                         "--strides", "24,1,8,2")
+    assert status == 0
+    assert "(24, 1, 8, 2) elements" in out
+
+
+def test_sizes_accept_x_separator(capsys: pytest.CaptureFixture[str]) -> None:
+    _, with_commas, _ = run(capsys, "explain", "--sizes", "1,1,3,5")
+    _, with_x, _ = run(capsys, "explain", "--sizes", "1x1x3x5")
+    assert with_commas == with_x
+
+
+def test_empty_layout_has_no_map(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "0,3")
+    assert status == 0
+    assert "memory map: none, the layout is empty" in out
+    assert "value" not in out
+    assert "0 bytes (DirectML" in out
+
+
+def test_large_layout_map_is_truncated(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "100,100,100", "--itemsize", "8")
+    assert status == 0
+    assert "truncated: offsets 0..63 of 0..999999 shown" in out
+    assert "grid is drawn for at most" in out
+
+
+def test_huge_broadcast_terminates(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "1000000000,1000000000",
+                         "--strides", "0,1")
+    assert status == 0
+    assert "truncated" in out
+
+
+def test_huge_stride_map_shows_the_first_offsets(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--sizes", "2,3", "--strides", f"{2**62},1")
+    assert status == 0
+    assert value_row(out).split()[:4] == ["A", "B", "C", "x"]
+    assert f"D (1, 0) -> {2**62}" in out
+    assert "truncated: offsets 0..63" in out
+
+
+# ---- explain without arguments: the documentation's examples --------------------------------
+
+
+@pytest.mark.parametrize("argv", [[], ["explain"]], ids=["no command", "explain"])
+def test_no_arguments_walk_through_the_documentation(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")
+    sections = out.split("\n\n")
+    assert len(sections) == 7
+    expected = [
+        ("(3, 1)", "A B C D E F"),  # row-major
+        ("(1, 2)", "A D B E C F"),  # column-major
+        ("(6, 3, 1)", "A B C D E F G H I J K L"),  # DHW
+        ("(5, 1)", "A B C x x D E F x x"),  # padded
+        ("(0, 1)", "A/D B/E C/F"),  # broadcast row
+        ("(15, 15, 5, 1)", "A B C D E F G H I J K L M N O x"),  # packed NCHW
+        ("(15, 1, 5, 1)", "A B C D E F G H I J K L M N O x"),  # packed NHWC
+    ]
+    for section, (strides, values) in zip(sections, expected, strict=True):
+        assert f"{strides} elements" in property_line(section, "strides")
+        assert " ".join(value_row(section).split()) == values
+    assert "H (1, 0, 1) -> 7" in sections[2]
+    assert "32 bytes (DirectML, rounded up to 4); exact 30 bytes" in sections[6]
+
+
+def test_subprocess_explain() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "strided", "explain", "--sizes", "2,3", "--strides", "5,1"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert value_row(result.stdout) == "A B C x x D E F x x"
+
+
+def test_subprocess_error_is_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "strided", "explain", "NHWC", "--sizes", "2,3"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("strided explain: error: ")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        (["--sizes", "-1,3"], r"sizes\[0\] must be >= 0, got -1"),
+        (["XY", "--sizes", "2,3"], r"layout 'XY' is not a label for rank 2"),
+        (["NHWC", "--sizes", "2,3"], r"it is a rank-4 label"),
+        (["--sizes", "2,a"], r"'a' in '2,a' is not an integer"),
+        (["--sizes", "2.5"], r"is not an integer"),
+        (["--sizes", "2,3", "--strides", "1"], r"strides has 1 entries but sizes has 2"),
+        (["--sizes", "99999999999,99999999999,99999999999"], r"leave int64"),
+        (["--sizes", "100000000000000000000000"], r"does not fit in a signed 64-bit"),
+        (["--sizes", "2,3", "--strides", "4611686018427387904,1", "--itemsize", "4"],
+         r"leaves the signed 64-bit range"),
+        (["--foo"], r"unrecognized arguments: --foo"),
+        (["HW", "--sizes", "2,3", "extra"], r"unrecognized arguments: extra"),
+        (["NHWC"], r"--sizes is required"),
+        (["--sizes", "2,3", "--itemsize", "0"], r"itemsize must be >= 1"),
+        (["--sizes", "2,3", "--itemsize", "two"], r"'two' is not an integer"),
+        (["--sizes", "2,3", "--broadcast", "C"], r"'C' is not an axis of rank 2"),
+        (["--sizes", "2,3,4,5", "--broadcast", "1,0"], r"broadcast has 2 entries"),
+        (["--sizes", "7", "--broadcast", "H"], r"ranks 2 to 5 only"),
+        (["--sizes", "2,3", "--strides", "3,1", "--broadcast", "0,1"], r"stride of 0"),
+        (["NHWC", "--sizes", "1,2,3,4", "--strides", "1,2,3,4"], r"disagree"),
+    ],
+)
+def test_explain_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], pattern: str
+) -> None:
+    status, out, err = run(capsys, "explain", *argv)
+    assert status == 2
+    assert out == ""
+    assert err.startswith("strided explain: error: ")
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert re.search(pattern, err), err
+
+
+def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "frobnicate")
+    assert (status, out) == (2, "")
+    assert err.startswith("strided: error: ") and err.count("\n") == 1
+    assert "explain" in err and "bench" in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["explain", "--help"]])
+def test_help(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    assert "explain" in out
+    if argv[0] == "explain":
+        assert "--broadcast" in out and "--itemsize" in out and "LABEL" in out
+
+
+# ---- bench ----------------------------------------------------------------------------------
+
+
+def test_bench_forwards_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    def fake_main(argv: list[str] | None = None) -> int:
+        calls.append(list(argv or []))
+        return 0
+
+    monkeypatch.setattr(strided._bench, "main", fake_main, raising=False)
+    assert main(["bench", "--quick", "--explain-ignored"]) == 0
+    assert calls == [["--quick", "--explain-ignored"]]
+
+
+# ---- the rendering functions ----------------------------------------------------------------
+
+
+def test_element_names_are_bijective_base_26() -> None:
+    names = [element_name(k) for k in range(26 * 27 + 1)]
+    assert len(set(names)) == len(names)
+    assert names[:3] == ["A", "B", "C"] and names[26:28] == ["AA", "AB"]
+
+
+def test_memory_map_columns_are_aligned() -> None:
+    text = memory_map(Layout((3, 10), itemsize=4))
+    offsets, values = text.splitlines()[:2]
+    assert len(offsets) == len(values)
+    assert values.split()[-1] == "AD"
+
+
+def test_explain_title_comes_first() -> None:
+    assert explain(Layout((2, 3)), title="demo").splitlines()[0] == "demo"
