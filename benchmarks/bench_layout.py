@@ -1,0 +1,18 @@
+"""Per-call cost of ``strided.Layout`` against a pure-Python implementation of the same formulas.
+
+Usage::
+
+    python benchmarks/bench_layout.py [--quick] [--repeat N] [--sample-ms MS] [--markdown]
+
+A thin wrapper: the benchmark lives in the installed package (:mod:`strided._bench`), so that
+``python -m strided bench`` runs the same code. See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from strided._bench import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
