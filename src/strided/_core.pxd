@@ -25,7 +25,7 @@ cdef enum:
     FLAG_PADDED = 16
     FLAG_EMPTY = 32
 
-# Checked int64 arithmetic: return 1 (and leave *out unspecified) when the exact result leaves int64.
+# Checked int64 arithmetic: return 1 (and leave *out unspecified) when the result leaves int64.
 cdef int checked_add(int64_t a, int64_t b, int64_t* out) noexcept nogil
 cdef int checked_mul(int64_t a, int64_t b, int64_t* out) noexcept nogil
 

@@ -26,7 +26,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from strided import _core
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANONICAL",
-    "preferred_label",
     "BlockedFormat",
     "blocked_layout",
     "blocked_shape",
@@ -45,12 +44,13 @@ __all__ = [
     "packed_strides",
     "parse_blocked",
     "physical_order",
+    "preferred_label",
 ]
 
 #: Canonical letters of each rank that has named layouts.
 CANONICAL: dict[int, str] = {2: "HW", 3: "DHW", 4: "NCHW", 5: "NCDHW"}
 
-LayoutSpec = Union[str, Sequence[int], None]
+LayoutSpec = str | Sequence[int] | None
 
 
 def _ranks_help() -> str:
@@ -202,6 +202,8 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return ()
+    if 0 in sizes:
+        return _labels_by_enumeration(sizes, strides, letters)
     order = _core.named_order(sizes, strides)
     if order is None:
         return ()
@@ -212,6 +214,23 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
         if perm != order and [ax for ax in perm if ax in ranked_set] == ranked:
             labels.append("".join(letters[ax] for ax in perm))
     return tuple(labels)
+
+
+def _labels_by_enumeration(
+    sizes: tuple[int, ...], strides: tuple[int, ...], letters: str
+) -> tuple[str, ...]:
+    """All fitting labels, canonical order first, by trying each one.
+
+    Used for empty layouts: a size-0 dim counts as size 1 in packed strides, so strides tie and
+    the physical order is ambiguous; at most 120 candidates, and empty layouts are rare.
+    """
+    broadcast = tuple(s == 0 for s in strides)
+    fits = []
+    for perm in itertools.permutations(range(len(sizes))):
+        expected = _core.packed_strides(sizes, perm, broadcast)
+        if all(n == 1 or got == want for n, got, want in zip(sizes, strides, expected)):
+            fits.append("".join(letters[ax] for ax in perm))
+    return tuple(fits)
 
 
 def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
@@ -231,6 +250,9 @@ def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return None
+    if 0 in sizes:
+        labels = _labels_by_enumeration(sizes, strides, letters)
+        return labels[0] if labels else None
     order = _core.named_order(sizes, strides)
     return None if order is None else "".join(letters[ax] for ax in order)
 

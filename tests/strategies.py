@@ -1,0 +1,138 @@
+"""Hypothesis strategies and brute-force oracles shared by the tests.
+
+The oracles here are deliberately naive: they enumerate every index with ``itertools.product``
+and never call into :mod:`strided`, so that they are independent of the implementation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from hypothesis import strategies as st
+
+import strided
+
+# ---- brute-force oracles -------------------------------------------------------------------
+
+
+def all_indices(sizes):
+    """Every index of ``sizes`` in row-major (C) order."""
+    return itertools.product(*(range(n) for n in sizes))
+
+
+def brute_offsets(sizes, strides, offset=0):
+    """Element offsets of every index, in row-major order."""
+    return [offset + sum(i * s for i, s in zip(index, strides, strict=True))
+            for index in all_indices(sizes)]
+
+
+def ref_packed_strides(sizes, order, broadcast=None):
+    """Packed strides for a physical order (outermost first), written from the definition.
+
+    The stride of a dimension is the product of the sizes of the dimensions stored inside it;
+    a broadcast dimension gets stride 0 and counts as size 1; a size-0 dimension counts as 1.
+    """
+    ndim = len(sizes)
+    broadcast = broadcast or [False] * ndim
+    eff = [1 if broadcast[a] else max(sizes[a], 1) for a in range(ndim)]
+    out = [0] * ndim
+    for pos, axis in enumerate(order):
+        out[axis] = 0 if broadcast[axis] else math.prod(eff[a] for a in order[pos + 1:])
+    return tuple(out)
+
+
+def inverse_permutation(perm):
+    inv = [0] * len(perm)
+    for k, a in enumerate(perm):
+        inv[a] = k
+    return tuple(inv)
+
+
+# ---- strategies ----------------------------------------------------------------------------
+
+MAX_RANK = 5
+MAX_SIZE = 5
+MAX_STRIDE = 8
+MAX_OFFSET = 20
+
+
+def sizes_st(min_rank=0, max_rank=MAX_RANK, min_size=0, max_size=MAX_SIZE):
+    return st.lists(
+        st.integers(min_size, max_size), min_size=min_rank, max_size=max_rank
+    ).map(tuple)
+
+
+@st.composite
+def random_strides(draw, sizes, max_stride=MAX_STRIDE):
+    return tuple(draw(st.integers(-max_stride, max_stride)) for _ in sizes)
+
+
+@st.composite
+def structured_strides(draw, sizes):
+    """Strides that are packed in some order, then maybe sign-flipped, scaled, broadcast or
+    padded: these hit the interesting cases (packed, contiguous, labelled, coalescable) that
+    random strides rarely reach."""
+    ndim = len(sizes)
+    order = draw(st.permutations(range(ndim)))
+    broadcast = [draw(st.booleans()) if draw(st.integers(0, 3)) == 0 else False
+                 for _ in range(ndim)]
+    strides = list(ref_packed_strides(sizes, order, broadcast))
+    if draw(st.booleans()):   # pad: scale the outer part of the order
+        if ndim:
+            cut = draw(st.integers(0, ndim - 1))
+            factor = draw(st.integers(1, 3))
+            for axis in order[:cut]:
+                strides[axis] *= factor
+    if draw(st.integers(0, 2)) == 0:   # flip some signs
+        strides = [-s if draw(st.booleans()) else s for s in strides]
+    if draw(st.integers(0, 3)) == 0:   # a global step
+        step = draw(st.integers(1, 2))
+        strides = [s * step for s in strides]
+    return tuple(strides)
+
+
+@st.composite
+def layouts(draw, min_rank=0, max_rank=MAX_RANK, max_size=MAX_SIZE, max_stride=MAX_STRIDE,
+            max_offset=MAX_OFFSET, itemsizes=(1, 2, 4, 8), min_size=0):
+    """A strided.Layout with small sizes, random or structured strides, any offset."""
+    sizes = draw(sizes_st(min_rank, max_rank, min_size, max_size))
+    if draw(st.booleans()):
+        strides = draw(random_strides(sizes, max_stride))
+    else:
+        strides = draw(structured_strides(sizes))
+    offset = draw(st.integers(-max_offset, max_offset))
+    itemsize = draw(st.sampled_from(itemsizes))
+    return strided.Layout(sizes, strides, offset=offset, itemsize=itemsize)
+
+
+def index_item(size):
+    """One item of a basic-indexing key for an axis of ``size`` (int, slice)."""
+    bound = size + 2
+    ints = st.integers(-size, size - 1) if size else st.nothing()
+    slices = st.builds(
+        slice,
+        st.none() | st.integers(-bound, bound),
+        st.none() | st.integers(-bound, bound),
+        st.none() | st.integers(-4, 4).filter(bool),
+    )
+    return ints | slices
+
+
+@st.composite
+def basic_keys(draw, sizes):
+    """A numpy basic-indexing key for ``sizes``: ints, slices, None and at most one Ellipsis."""
+    n_index = draw(st.integers(0, len(sizes)))
+    ellipsis = draw(st.booleans())
+    items = [draw(index_item(n)) for n in sizes[:n_index]]
+    if ellipsis:
+        # the Ellipsis stands for the axes between the leading items and trailing ones
+        n_tail = draw(st.integers(0, len(sizes) - n_index))
+        tail = [draw(index_item(n)) for n in sizes[len(sizes) - n_tail:]] if n_tail else []
+        items = [*items, Ellipsis, *tail]
+    # sprinkle None (new axes)
+    for _ in range(draw(st.integers(0, 2))):
+        items.insert(draw(st.integers(0, len(items))), None)
+    if len(items) == 1 and draw(st.booleans()):
+        return items[0]
+    return tuple(items)
