@@ -193,7 +193,7 @@ class Layout:
     def buffer_size(self, align: int = 4) -> int:
         """Bytes from the lowest to the highest element, rounded up to ``align``.
 
-        See :func:`buffer_size`.
+        See :func:`strided.buffer_size`.
 
         >>> Layout.packed((1, 1, 3, 5), "NHWC", itemsize=2).buffer_size()
         32

@@ -1,0 +1,41 @@
+"""Package-level contract: what `import strided` does and does not load, the build's flags."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import strided
+from strided import _core
+
+
+def test_import_loads_no_array_backend_but_numpy():
+    code = (
+        "import sys, strided; "
+        "bad = [m for m in ('torch', 'jax', 'cupy', 'array_api_strict', 'array_api_compat') "
+        "if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_openmp_flag_is_a_bool_and_matches_the_core():
+    assert strided.openmp_enabled() in (True, False)
+    assert _core.max_threads() >= 1
+    if not strided.openmp_enabled():
+        assert _core.max_threads() == 1
+
+
+def test_typing_and_cython_files_are_installed():
+    package = Path(strided.__file__).parent
+    for name in ("py.typed", "_core.pyi", "_core.pxd", "_openmp.pxd"):
+        assert (package / name).is_file(), name
+
+
+def test_public_names():
+    for name in strided.__all__:
+        assert hasattr(strided, name), name
+    assert issubclass(strided.LayoutIndexError, IndexError)
+    assert issubclass(strided.LayoutIndexError, ValueError)
+    assert strided.MAX_RANK == 64
