@@ -1167,6 +1167,11 @@ def reshape_strides(sizes, strides, new_sizes):
     status = c_reshape_strides(nd, sz, st, new_nd, ns, out, &old_axis, &new_axis)
     if status == STATUS_OVERFLOW:
         _raise_overflow("a reshape stride", sizes, strides)
+    if status == STATUS_NO_VIEW and not 0 <= old_axis < nd - 1:
+        raise ValueError(   # unreachable with equal element counts; kept so no index is wild
+            f"no view reshapes sizes {_tuple(nd, sz)!r} with strides {_tuple(nd, st)!r} to "
+            f"{_tuple(new_nd, ns)!r}"
+        )
     if status == STATUS_NO_VIEW:
         raise ValueError(
             f"no view reshapes sizes {_tuple(nd, sz)!r} with strides {_tuple(nd, st)!r} to "
