@@ -23,10 +23,11 @@ Examples
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from strided import _core
 
@@ -133,9 +134,9 @@ def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
             "layout must be None, 'C', 'F', a label such as 'NHWC' or a tuple of axes, "
             f"got {type(layout).__name__} {layout!r}"
         )
-    # validated as a permutation by the core
-    _core.packed_strides((1,) * ndim, tuple(layout))
-    return tuple(a + ndim if a < 0 else a for a in layout)
+    axes = tuple(cast("Sequence[int]", layout))
+    _core.packed_strides((1,) * ndim, axes)  # the core validates the permutation
+    return tuple(a + ndim if a < 0 else a for a in map(operator.index, axes))
 
 
 def packed_strides(

@@ -60,6 +60,16 @@ class Layout:
     __slots__ = ("_flags", "_hi", "_itemsize", "_lo", "_offset", "_overlaps", "_size", "_sizes",
                  "_strides")
 
+    _sizes: tuple[int, ...]
+    _strides: tuple[int, ...]
+    _offset: int
+    _itemsize: int
+    _size: int
+    _lo: int
+    _hi: int
+    _flags: int
+    _overlaps: bool | None
+
     def __init__(
         self,
         sizes: Sequence[int],
@@ -70,7 +80,7 @@ class Layout:
     ) -> None:
         (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
          self._hi, self._flags) = _core.normalize(sizes, strides, offset, itemsize)
-        self._overlaps: bool | None = None
+        self._overlaps = None
 
     @classmethod
     def packed(
