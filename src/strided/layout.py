@@ -252,6 +252,17 @@ class Layout:
     def overlaps(self) -> bool:
         """Two distinct indices reach the same offset (exact, not a heuristic).
 
+        Notes
+        -----
+        Deciding this is NP-complete in general (with every size 2 it is equal subset sum).
+        Layouts obtained by slicing, permuting, broadcasting or reshaping a non-overlapping
+        buffer, and sliding windows, are settled by exact O(ndim**2) tests; the rest go to a
+        bounded search whose worst case is exponential in the number of dimensions with
+        unrelated strides (milliseconds for 20 size-2 dimensions with random 40-bit strides,
+        seconds for 30). The search can be interrupted with Ctrl-C.
+
+        Examples
+        --------
         >>> Layout((3, 3), (1, 1)).overlaps, Layout((3, 3), (2, 3)).overlaps
         (True, False)
         """
