@@ -205,7 +205,7 @@ def test_subprocess_error_is_one_line() -> None:
         (["NHWC", "--sizes", "2,3"], r"it is a rank-4 label"),
         (["--sizes", "2,a"], r"'a' in '2,a' is not an integer"),
         (["--sizes", "2.5"], r"is not an integer"),
-        (["--sizes", "2,3", "--strides", "1"], r"strides has 1 entries but sizes has 2"),
+        (["--sizes", "2,3", "--strides", "1"], r"strides has 1 entry but sizes has 2 entries"),
         (["--sizes", "99999999999,99999999999,99999999999"], r"leave int64"),
         (["--sizes", "100000000000000000000000"], r"does not fit in a signed 64-bit"),
         (["--sizes", "2,3", "--strides", "4611686018427387904,1", "--itemsize", "4"],

@@ -798,6 +798,10 @@ cdef int _load(object obj, str name, int64_t* out, bint nonnegative,
     return <int>n
 
 
+cdef str _count(Py_ssize_t n):
+    return "1 entry" if n == 1 else f"{n} entries"
+
+
 cdef tuple _tuple(int n, const int64_t* values):
     cdef int i
     return tuple([values[i] for i in range(n)])
@@ -808,7 +812,7 @@ cdef int _load_pair(object sizes, object strides, int64_t* sz, int64_t* st) exce
     cdef int nd = _load(sizes, "sizes", sz, True)
     cdef int ns = _load(strides, "strides", st, False)
     if ns != nd:
-        raise ValueError(f"strides has {ns} entries but sizes has {nd}: they must match")
+        raise ValueError(f"strides has {_count(ns)} but sizes has {_count(nd)}: they must match")
     return nd
 
 
@@ -819,7 +823,7 @@ cdef int _load_permutation(object axes, int nd, str name, int* out) except -1:
     cdef int n = _load(axes, name, raw, False), i
     cdef int64_t ax
     if n != nd:
-        raise ValueError(f"{name} must list each of the {nd} axes once, got {n} entries")
+        raise ValueError(f"{name} must list each of the {nd} axes once, got {_count(n)}")
     for i in range(nd):
         seen[i] = 0
     for i in range(n):
@@ -846,7 +850,7 @@ cdef int _load_strides_or_packed(object strides, int nd, const int64_t* sz,
         return 0
     ns = _load(strides, "strides", st, False, exact_tuple)
     if ns != nd:
-        raise ValueError(f"strides has {ns} entries but sizes has {nd}: they must match")
+        raise ValueError(f"strides has {_count(ns)} but sizes has {_count(nd)}: they must match")
     return 0
 
 
@@ -944,7 +948,7 @@ def packed_strides(sizes, order=None, broadcast=None):
             ) from None
         if len(seq) != nd:
             raise ValueError(
-                f"broadcast has {len(seq)} entries but sizes has {nd}: one flag per axis"
+                f"broadcast has {_count(len(seq))} but sizes has {_count(nd)}: one flag per axis"
             )
         for i in range(nd):
             flag = seq[i]
@@ -972,7 +976,7 @@ def offset_of(index, strides, offset=0, sizes=None):
         raise LayoutIndexError(f"{exc}: out of range for sizes {tuple(sizes)!r}") from None
     ns = _load(strides, "strides", st, False)
     if n != ns:
-        raise ValueError(f"index has {n} entries but strides has {ns}: they must match")
+        raise ValueError(f"index has {_count(n)} but strides has {_count(ns)}: they must match")
     if sizes is not None:
         _load(sizes, "sizes", sz, True)
         for i in range(n):
