@@ -910,6 +910,17 @@ def as_sizes(sizes, name="sizes"):
     return _tuple(nd, sz)
 
 
+def byte_strides(strides, itemsize):
+    """Strides in bytes: each stride times ``itemsize``, checked."""
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd = _load(strides, "strides", st, False), i
+    cdef int64_t isz = _as_int64(itemsize, "itemsize")
+    for i in range(nd):
+        if checked_mul(st[i], isz, &st[i]):
+            raise OverflowError(f"strides[{i}] times itemsize {isz} leaves int64")
+    return _tuple(nd, st)
+
+
 def size_of(sizes):
     """Number of elements of ``sizes`` (checked)."""
     cdef int64_t sz[MAX_NDIM]

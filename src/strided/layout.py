@@ -152,8 +152,7 @@ class Layout:
         >>> Layout((2, 3), itemsize=8).byte_strides
         (24, 8)
         """
-        isz = self._itemsize
-        return tuple(s * isz for s in self._strides)
+        return _core.byte_strides(self._strides, self._itemsize)
 
     @property
     def byte_offset(self) -> int:
