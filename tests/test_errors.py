@@ -275,7 +275,7 @@ def test_bad_permutations(axes, exc, fragments):
     L = st.Layout((2, 3, 4))
     with raises(exc, "axes", *fragments):
         L.permute(axes)
-    with raises(exc, "order", *fragments):
+    with raises(exc, "layout", *fragments):
         st.packed_strides((2, 3, 4), axes)
 
 

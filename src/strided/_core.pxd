@@ -20,7 +20,6 @@ cdef enum:
 cdef enum:
     FLAG_PACKED = 1
     FLAG_CONTIGUOUS = 2
-    FLAG_F_CONTIGUOUS = 4
     FLAG_BROADCAST = 8
     FLAG_PADDED = 16
     FLAG_EMPTY = 32

@@ -263,17 +263,6 @@ cdef bint _is_c_contiguous(int nd, const int64_t* sizes, const int64_t* strides)
     return True
 
 
-cdef bint _is_f_contiguous(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil:
-    cdef int i
-    cdef int64_t expected = 1
-    for i in range(nd):
-        if sizes[i] != 1:
-            if strides[i] != expected:
-                return False
-            expected *= sizes[i]
-    return True
-
-
 cdef bint _is_packed(int d, const int64_t* s, const int64_t* u) noexcept nogil:
     """Sorted |strides| must be 1, n0, n0*n1, ...: the offsets tile an interval exactly."""
     cdef int i
@@ -309,11 +298,9 @@ cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept 
     cdef int i, d, flags = 0
     for i in range(nd):
         if sizes[i] == 0:
-            return FLAG_EMPTY | FLAG_PACKED | FLAG_CONTIGUOUS | FLAG_F_CONTIGUOUS
+            return FLAG_EMPTY | FLAG_PACKED | FLAG_CONTIGUOUS
     if _is_c_contiguous(nd, sizes, strides):
         flags |= FLAG_CONTIGUOUS
-    if _is_f_contiguous(nd, sizes, strides):
-        flags |= FLAG_F_CONTIGUOUS
     for i in range(nd):
         if sizes[i] > 1 and strides[i] == 0:
             flags |= FLAG_BROADCAST
@@ -676,18 +663,16 @@ cdef int c_reshape_strides(int nd, const int64_t* sizes, const int64_t* strides,
     """
     cdef int view_d = new_nd - 1, tensor_d, k
     cdef int64_t chunk_base_stride, tensor_numel = 1, view_numel = 1, expected
+    cdef int row_major[MAX_NDIM]
     cdef bint empty = False
     for k in range(nd):
         if sizes[k] == 0:
             empty = True
     if empty or nd == 0:
         # empty (any strides view nothing) or scalar (new sizes are all 1): packed strides
-        expected = 1
-        for k in range(new_nd - 1, -1, -1):
-            new_strides[k] = expected
-            if new_sizes[k] > 1 and checked_mul(expected, new_sizes[k], &expected):
-                return STATUS_OVERFLOW
-        return STATUS_OK
+        for k in range(new_nd):
+            row_major[k] = k
+        return c_packed_strides(new_nd, new_sizes, row_major, NULL, new_strides)
     chunk_base_stride = strides[nd - 1]
     for tensor_d in range(nd - 1, -1, -1):
         tensor_numel *= sizes[tensor_d]
@@ -921,14 +906,14 @@ def byte_strides(strides, itemsize):
     return _tuple(nd, st)
 
 
-def size_of(sizes):
-    """Number of elements of ``sizes`` (checked)."""
-    cdef int64_t sz[MAX_NDIM]
-    cdef int64_t n
-    cdef int nd = _load(sizes, "sizes", sz, True)
-    if c_size(nd, sz, &n):
-        raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
-    return n
+def as_permutation(axes, ndim, name="order"):
+    """``axes`` validated as a permutation of ``range(ndim)``; negative axes count from the end."""
+    cdef int perm[MAX_NDIM]
+    cdef int nd = <int>_as_int64(ndim, "ndim"), i
+    if not 0 <= nd <= MAX_NDIM:
+        raise ValueError(f"ndim must be in 0..{MAX_NDIM}, got {nd}")
+    _load_permutation(axes, nd, name, perm)
+    return tuple([perm[i] for i in range(nd)])
 
 
 def packed_strides(sizes, order=None, broadcast=None):
@@ -1003,17 +988,6 @@ def offset_of(index, strides, offset=0, sizes=None):
     return out
 
 
-def span(sizes, strides, offset=0):
-    """(lowest, highest) element offset reached; (offset, offset - 1) when empty."""
-    cdef int64_t sz[MAX_NDIM]
-    cdef int64_t st[MAX_NDIM]
-    cdef int nd = _load_pair(sizes, strides, sz, st)
-    cdef int64_t lo, hi, off = _as_int64(offset, "offset")
-    if c_span(nd, sz, st, off, &lo, &hi):
-        _raise_overflow("the span", sizes, strides)
-    return lo, hi
-
-
 def buffer_size(sizes, strides, itemsize, align=4):
     """Bytes from the lowest to the highest element, rounded up to a multiple of ``align``."""
     cdef int64_t sz[MAX_NDIM]
@@ -1042,28 +1016,8 @@ def buffer_size(sizes, strides, itemsize, align=4):
     return rounded if rem else nbytes
 
 
-def flags(sizes, strides):
-    """FLAG_* bits of the cheap exact predicates (see `overlaps` for self-overlap)."""
-    cdef int64_t sz[MAX_NDIM]
-    cdef int64_t st[MAX_NDIM]
-    cdef int nd = _load_pair(sizes, strides, sz, st)
-    cdef int64_t lo, hi
-    if c_span(nd, sz, st, 0, &lo, &hi):
-        _raise_overflow("the span", sizes, strides)
-    return c_flags(nd, sz, st)
-
-
-FLAG_BITS = (FLAG_PACKED, FLAG_CONTIGUOUS, FLAG_F_CONTIGUOUS, FLAG_BROADCAST, FLAG_PADDED,
-             FLAG_EMPTY)
-
-FLAGS = {
-    "packed": FLAG_PACKED,
-    "contiguous": FLAG_CONTIGUOUS,
-    "f_contiguous": FLAG_F_CONTIGUOUS,
-    "broadcast": FLAG_BROADCAST,
-    "padded": FLAG_PADDED,
-    "empty": FLAG_EMPTY,
-}
+FLAG_BITS = (FLAG_PACKED, FLAG_CONTIGUOUS, FLAG_BROADCAST, FLAG_PADDED, FLAG_EMPTY)
+"""The FLAG_* bits returned by `normalize`, in the order Layout unpacks them."""
 
 
 def overlaps(sizes, strides):

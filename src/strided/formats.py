@@ -23,7 +23,6 @@ Examples
 from __future__ import annotations
 
 import itertools
-import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,9 +133,7 @@ def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
             "layout must be None, 'C', 'F', a label such as 'NHWC' or a tuple of axes, "
             f"got {type(layout).__name__} {layout!r}"
         )
-    axes = tuple(cast("Sequence[int]", layout))
-    _core.packed_strides((1,) * ndim, axes)  # the core validates the permutation
-    return tuple(a + ndim if a < 0 else a for a in map(operator.index, axes))
+    return _core.as_permutation(cast("Sequence[int]", layout), ndim, "layout")
 
 
 def packed_strides(
@@ -203,30 +200,10 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return ()
-    if 0 in sizes:
-        return _labels_by_enumeration(sizes, strides, letters)
-    order = _core.named_order(sizes, strides)
-    if order is None:
-        return ()
-    ranked = [ax for ax in order if sizes[ax] != 1 and strides[ax] != 0]
-    ranked_set = set(ranked)
-    labels = ["".join(letters[ax] for ax in order)]
-    for perm in itertools.permutations(range(len(sizes))):
-        if perm != order and [ax for ax in perm if ax in ranked_set] == ranked:
-            labels.append("".join(letters[ax] for ax in perm))
-    return tuple(labels)
-
-
-def _labels_by_enumeration(
-    sizes: tuple[int, ...], strides: tuple[int, ...], letters: str
-) -> tuple[str, ...]:
-    """All fitting labels, canonical order first, by trying each one.
-
-    Used for empty layouts: a size-0 dim counts as size 1 in packed strides, so strides tie and
-    the physical order is ambiguous; at most 120 candidates, and empty layouts are rare.
-    """
     broadcast = tuple(s == 0 for s in strides)
     fits = []
+    # itertools yields the canonical order first and then lexicographic orders, so the first
+    # fit is the preferred label (the one Layout.label reports).
     for perm in itertools.permutations(range(len(sizes))):
         expected = _core.packed_strides(sizes, perm, broadcast)
         if all(n == 1 or got == want for n, got, want in zip(sizes, strides, expected)):
@@ -252,7 +229,8 @@ def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
     if letters is None:
         return None
     if 0 in sizes:
-        labels = _labels_by_enumeration(sizes, strides, letters)
+        # a size-0 dim counts as size 1, so strides tie and the order is ambiguous: try all
+        labels = matching_labels(sizes, strides)
         return labels[0] if labels else None
     order = _core.named_order(sizes, strides)
     return None if order is None else "".join(letters[ax] for ax in order)

@@ -15,7 +15,7 @@ from strided.formats import packed_strides as _packed_strides
 
 __all__ = ["Layout", "buffer_size", "offset_of"]
 
-_PACKED, _CONTIGUOUS, _F_CONTIGUOUS, _BROADCAST, _PADDED, _EMPTY = _core.FLAG_BITS
+_PACKED, _CONTIGUOUS, _BROADCAST, _PADDED, _EMPTY = _core.FLAG_BITS
 
 
 class Layout:
