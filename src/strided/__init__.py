@@ -18,6 +18,7 @@ Examples
 
 from strided._core import MAX_RANK, LayoutIndexError, openmp_enabled
 from strided.formats import packed_strides
+from strided.interop import layout_of, view
 from strided.layout import Layout, buffer_size, offset_of
 
 __version__ = "0.1.0"
@@ -27,7 +28,9 @@ __all__ = [
     "Layout",
     "LayoutIndexError",
     "buffer_size",
+    "layout_of",
     "offset_of",
     "openmp_enabled",
     "packed_strides",
+    "view",
 ]

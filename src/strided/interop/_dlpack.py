@@ -1,0 +1,140 @@
+"""Any array with ``__dlpack__``: read through a consumed capsule, viewed through a new one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strided import _core
+from strided.interop._numpy import ndarray_at
+from strided.interop._record import MemoryRecord
+from strided.layout import Layout
+
+__all__ = ["Exporter", "describe", "view"]
+
+# Devices whose data pointers are plain addresses, so an offset may be folded into the pointer.
+_ADDRESSABLE = {1, 2, 3, 10, 11, 13}     # CPU, CUDA, CUDA host, ROCm, ROCm host, CUDA managed
+_HOST = {1, 3, 11}                       # memory the CPU may read: CPU, CUDA host, ROCm host
+
+
+def _capsule(x: Any) -> Any:
+    """Ask ``x`` for a capsule: versioned when it understands ``max_version``, else legacy."""
+    try:
+        return x.__dlpack__(max_version=_core.DLPACK_VERSION)
+    except TypeError:           # a producer from before DLPack 1.0 knows no max_version
+        return x.__dlpack__()
+
+
+def describe(x: Any) -> MemoryRecord:
+    """Consume a capsule of ``x``; the record's owner keeps the producer's memory alive."""
+    tensor = _core.consume_dlpack(_capsule(x))
+    code, bits, lanes = tensor.dtype
+    if (bits * lanes) % 8:
+        raise ValueError(
+            f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes) packs several elements "
+            f"per byte: strided describes whole-byte elements only"
+        )
+    itemsize = bits * lanes // 8
+    layout = Layout(tensor.shape, tensor.strides, itemsize=itemsize)
+    lo, hi = layout.span
+    return MemoryRecord(
+        ptr=tensor.data + tensor.byte_offset, layout=layout, extent=(lo, hi),
+        device=tensor.device, writeable=not tensor.readonly, owner=tensor, library="dlpack",
+        dtype=tensor.dtype,
+    )
+
+
+class Exporter:
+    """An object ``from_dlpack`` accepts: ``layout`` over ``record``'s memory, kept alive."""
+
+    __slots__ = ("_base", "_layout", "_record")
+
+    def __init__(self, base: Any, record: MemoryRecord, layout: Layout) -> None:
+        self._base = base
+        self._record = record
+        self._layout = layout
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._record.device
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        record, layout = self._record, self._layout
+        if dl_device is not None and tuple(dl_device) != tuple(record.device):
+            raise BufferError(f"this memory is on device {record.device}, not {dl_device}")
+        if copy:
+            raise BufferError("strided exports views: it does not copy inside __dlpack__")
+        version = None
+        if max_version is not None and max_version[0] >= 1:
+            major, minor = _core.DLPACK_VERSION
+            version = (major, min(minor, max_version[1]) if max_version[0] == major else minor)
+        elif not record.writeable:
+            raise BufferError("read-only memory cannot be exported as a legacy DLPack capsule, "
+                              "which has no read-only flag")
+        tensor = record.owner
+        data, byte_offset = tensor.data, tensor.byte_offset + layout.byte_offset
+        if byte_offset < 0:                       # reaches below the producer's pointer
+            if record.device[0] not in _ADDRESSABLE:
+                raise BufferError(f"cannot offset a pointer on device {record.device} by "
+                                  f"{byte_offset} bytes")
+            data, byte_offset = data + byte_offset, 0
+        return _core.make_dlpack_capsule(
+            (self._base, tensor), data, byte_offset, layout.sizes, layout.strides,
+            record.device, tensor.dtype, readonly=not record.writeable, version=version,
+        )
+
+
+def _namespace(base: Any) -> Any:
+    get = getattr(base, "__array_namespace__", None)
+    if get is None:
+        raise TypeError(
+            f"{type(base).__name__} has __dlpack__ but no __array_namespace__: strided cannot "
+            f"tell which library's from_dlpack builds the view"
+        )
+    return get()
+
+
+def _host_copy(record: MemoryRecord, layout: Layout) -> Any:
+    """A packed host copy of ``layout`` over the record's memory, as a numpy array."""
+    import numpy as np
+
+    if record.device[0] not in _HOST:
+        raise ValueError(f"cannot copy memory on device {record.device} from the host")
+    raw = ndarray_at(record.ptr, layout, np.dtype(f"V{layout.itemsize}"), readonly=True,
+                     owner=record.owner)
+    code, bits, lanes = record.dtype or (None, 0, 0)
+    # The packed bytes go back through from_dlpack as a numpy array of the same dtype.
+    return raw.copy(order="K").view(_numpy_dtype(code, bits, lanes, layout.itemsize))
+
+
+def _numpy_dtype(code: int | None, bits: int, lanes: int, itemsize: int) -> Any:
+    import numpy as np
+
+    kinds = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+    if lanes == 1 and code in kinds:
+        return np.dtype(f"{kinds[code]}{bits // 8}")
+    raise ValueError(f"cannot copy elements of DLPack dtype code {code}, {bits} bits, "
+                     f"{lanes} lanes through numpy")
+
+
+def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
+    """An array of base's own library, built by its ``from_dlpack`` over a new capsule.
+
+    When the library refuses the layout (some accept only certain strides) or cannot hold it
+    (torch: negative strides), ``copy=None`` gives a packed copy, ``copy=False`` ValueError.
+    """
+    xp = _namespace(base)
+    torch_like = "torch" in getattr(xp, "__name__", "")
+    refusal = None
+    if not (torch_like and any(s < 0 for s in layout.strides)):  # torch aborts on those
+        try:
+            out = xp.from_dlpack(Exporter(base, record, layout))
+        except (BufferError, ValueError, TypeError, RuntimeError, NotImplementedError) as exc:
+            refusal = f"{xp.__name__}.from_dlpack refused it ({exc})"
+        else:
+            return xp.asarray(out, copy=True) if copy else out
+    else:
+        refusal = "torch cannot hold negative strides"
+    if copy is False:
+        raise ValueError(f"no zero-copy view of strides {layout.strides} exists in "
+                         f"{xp.__name__}: {refusal}; pass copy=None to copy")
+    return xp.from_dlpack(_host_copy(record, layout))

@@ -1,0 +1,85 @@
+"""numpy arrays and buffer-protocol objects (bytes, bytearray, memoryview, array.array, mmap)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from strided import _core
+from strided.interop._record import CPU, MemoryRecord
+from strided.layout import Layout
+
+__all__ = ["describe", "describe_buffer", "ndarray_at", "view"]
+
+# DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
+_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+
+
+def _dlpack_dtype(dtype: np.dtype) -> tuple[int, int, int] | None:
+    code = _DLPACK_CODES.get(dtype.kind)
+    return None if code is None else (code, 8 * dtype.itemsize, 1)
+
+
+def describe(x: np.ndarray, owner: Any = None) -> MemoryRecord:
+    """The record of a numpy array: its own span is the memory a view may use."""
+    itemsize = x.dtype.itemsize
+    if itemsize == 0:
+        raise ValueError(f"numpy dtype {x.dtype} has no bytes per element: it has no layout")
+    strides = _core.element_strides(x.strides, x.shape, itemsize)
+    layout = Layout(x.shape, strides, itemsize=itemsize)
+    ptr, readonly = x.__array_interface__["data"]
+    lo, hi = layout.span
+    return MemoryRecord(
+        ptr=ptr, layout=layout, extent=(lo, hi), device=CPU, writeable=not readonly,
+        owner=x if owner is None else owner, library="numpy", dtype=_dlpack_dtype(x.dtype),
+    )
+
+
+def describe_buffer(x: Any) -> MemoryRecord:
+    """The record of a buffer-protocol object, read through numpy without a copy."""
+    mv = memoryview(x)
+    arr = np.asarray(mv)
+    if arr.dtype.itemsize != mv.itemsize or arr.shape != mv.shape:
+        raise TypeError(
+            f"numpy cannot read the buffer format {mv.format!r} of {type(x).__name__} "
+            f"({mv.itemsize}-byte items) without converting it"
+        )
+    return describe(arr, owner=arr)
+
+
+class _Interface:
+    """Hands numpy an ``__array_interface__``; numpy keeps it (and so ``owner``) as ``.base``."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, interface: dict[str, Any], owner: Any) -> None:
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+def ndarray_at(ptr: int, layout: Layout, dtype: np.dtype, *, readonly: bool,
+               owner: Any) -> np.ndarray:
+    """An ndarray over host memory: element ``(0, ..., 0)`` at ``ptr + layout.byte_offset``.
+
+    The caller has checked that every element lies in memory ``owner`` keeps alive.
+    """
+    interface = {
+        "version": 3,
+        "shape": layout.sizes,
+        "strides": layout.byte_strides,
+        "typestr": dtype.str,
+        "descr": dtype.descr,
+        "data": (ptr + layout.byte_offset, readonly),
+    }
+    arr = np.asarray(_Interface(interface, owner))
+    if arr.dtype != dtype:          # structured or subarray dtypes lose detail in typestr
+        arr = arr.view(dtype)
+    return arr
+
+
+def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> np.ndarray:
+    """A numpy array over ``record``'s memory, laid out as ``layout`` (already checked)."""
+    owner = record.owner            # always an ndarray here: describe_buffer wraps buffers
+    arr = ndarray_at(record.ptr, layout, owner.dtype, readonly=not record.writeable, owner=owner)
+    return arr.copy(order="K") if copy else arr

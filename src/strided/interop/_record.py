@@ -1,0 +1,101 @@
+"""The one record every adapter fills: where an array's memory is and how it is laid out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from strided.layout import Layout
+
+__all__ = ["CPU", "MemoryRecord", "check_view"]
+
+CPU = (1, 0)
+"""The DLPack device of host memory: ``(kDLCPU, 0)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """What strided knows about an array: its memory, its layout, and who owns them.
+
+    Attributes
+    ----------
+    ptr : int
+        Address of the array's first element (index ``(0, ..., 0)``), in the device's address
+        space. May be 0 for an empty array.
+    layout : Layout
+        The array's layout, offset 0 at ``ptr``, itemsize set.
+    extent : tuple of int
+        ``(lowest, highest)`` element offsets, relative to ``ptr``, of the memory the array's
+        owner holds: views must stay inside. For numpy and DLPack arrays this is the array's own
+        span; for torch tensors it is the whole storage. ``(0, -1)`` when there is none.
+    device : tuple of int
+        ``(device_type, device_id)`` with DLPack's device codes (CPU is ``(1, 0)``).
+    writeable : bool
+        False when the memory must not be written (a read-only numpy array, ``bytes``, a DLPack
+        capsule flagged read-only).
+    owner : object
+        The object that keeps the memory alive; hold it as long as ``ptr`` is used.
+    library : str
+        The adapter that read it: ``"numpy"`` (numpy arrays and buffer-protocol objects),
+        ``"torch"`` or ``"dlpack"``.
+    dtype : tuple of int or None
+        DLPack ``(code, bits, lanes)`` of the elements when the library has an equivalent.
+    lazy : str or None
+        ``"conj"`` or ``"neg"`` when the memory holds values the array shows conjugated or
+        negated (torch's lazy bits): a raw reader of ``ptr`` must resolve or refuse.
+    """
+
+    ptr: int
+    layout: Layout
+    extent: tuple[int, int]
+    device: tuple[int, int]
+    writeable: bool
+    owner: Any = field(repr=False)
+    library: str
+    dtype: tuple[int, int, int] | None = None
+    lazy: str | None = None
+
+    @property
+    def buffer_elements(self) -> int:
+        """Number of elements of the owner's memory (``extent`` end minus start, plus one)."""
+        return self.extent[1] - self.extent[0] + 1
+
+
+def check_view(layout: object, record: MemoryRecord) -> Layout:
+    """Check that ``layout`` may be viewed over ``record``'s memory; return it.
+
+    The itemsize must be the array's element size, and every element offset the layout reaches
+    must lie inside ``record.extent``. An empty layout reaches no element; its offset may still
+    be at most one past the end, like a pointer.
+
+    Raises
+    ------
+    TypeError
+        ``layout`` is not a :class:`~strided.Layout`.
+    ValueError
+        A different itemsize, or a span outside the memory (the message names both).
+    """
+    if not isinstance(layout, Layout):
+        raise TypeError(
+            f"layout must be a strided.Layout, got {type(layout).__name__}; build one with "
+            f"strided.Layout(sizes, strides, offset=..., itemsize=...)"
+        )
+    base = record.layout
+    if layout.itemsize != base.itemsize:
+        raise ValueError(
+            f"layout.itemsize is {layout.itemsize} but base's elements are {base.itemsize} "
+            f"bytes: a view keeps base's element type"
+        )
+    first, last = record.extent
+    lo, hi = layout.span
+    inside = (first <= layout.offset <= last + 1) if layout.size == 0 else (first <= lo
+                                                                           and hi <= last)
+    if not inside:
+        reach = (f"offset {layout.offset} (an empty layout)" if layout.size == 0
+                 else f"span ({lo}, {hi})")
+        raise ValueError(
+            f"layout {reach} lies outside base's buffer: it holds {record.buffer_elements} "
+            f"elements of {base.itemsize} bytes, at element offsets {first}..{last} from "
+            f"base's first element"
+        )
+    return layout

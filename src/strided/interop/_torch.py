@@ -1,0 +1,103 @@
+"""torch tensors, on any device, read and viewed without importing torch.
+
+torch is only ever taken from ``sys.modules``: when it is not loaded, no object can be a tensor,
+and ``import strided`` stays free of it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from strided.interop._record import MemoryRecord
+from strided.layout import Layout
+
+__all__ = ["describe", "is_tensor", "view"]
+
+NO_DLPACK_DEVICE = (-1, 0)
+"""The device of tensors DLPack has no code for (torch's ``meta`` device)."""
+
+# torch dtype name -> DLPack (code, bits, lanes).
+_DLPACK_DTYPES = {
+    "bool": (6, 8, 1),
+    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
+    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
+    "bfloat16": (4, 16, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
+}
+
+
+def is_tensor(x: object) -> bool:
+    """True when ``x`` is a torch tensor; never imports torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _refuse_unstrided(t: Any) -> None:
+    torch = sys.modules["torch"]
+    if t.layout is not torch.strided:
+        raise ValueError(
+            f"a torch tensor with layout {t.layout} has no strides, so no memory layout: "
+            f"convert it with .to_dense() first"
+        )
+    if t.is_nested:
+        raise ValueError("a nested torch tensor has no single memory layout")
+
+
+def _device(t: Any) -> tuple[int, int]:
+    try:
+        kind, index = t.__dlpack_device__()
+    except (ValueError, RuntimeError, TypeError):
+        return NO_DLPACK_DEVICE
+    return int(kind), int(index)
+
+
+def describe(t: Any) -> MemoryRecord:
+    """The record of a tensor: the extent is its whole storage, from the storage's first byte."""
+    _refuse_unstrided(t)
+    itemsize = t.element_size()
+    layout = Layout(tuple(t.shape), t.stride(), itemsize=itemsize)
+    storage = t.untyped_storage()
+    first = t.storage_offset()                   # element offset of t[0, ..., 0] in the storage
+    last = storage.nbytes() // itemsize - 1 - first
+    lazy = "conj" if t.is_conj() else "neg" if t.is_neg() else None
+    return MemoryRecord(
+        ptr=storage.data_ptr() + first * itemsize, layout=layout, extent=(-first, last),
+        device=_device(t), writeable=True, owner=t, library="torch",
+        dtype=_DLPACK_DTYPES.get(str(t.dtype).removeprefix("torch.")), lazy=lazy,
+    )
+
+
+def _negative_axes(layout: Layout) -> list[int]:
+    """Axes a torch tensor cannot hold: a negative stride on more than one element."""
+    if layout.size == 0:
+        return []
+    return [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides)) if s < 0 and n > 1]
+
+
+def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
+    """``torch.as_strided`` over base's storage (no data touched: works on every device).
+
+    torch refuses negative strides. Where they span more than one element, the layout is read
+    with those axes reversed (positive strides) and flipped back by ``torch.flip``, which
+    copies; ``copy=False`` refuses instead. A negative stride on a dim of one element (or in an
+    empty layout) reaches the same memory with its sign dropped, so that needs no copy.
+    """
+    torch = sys.modules["torch"]
+    start = base.storage_offset()
+    flip = _negative_axes(layout)
+    if flip:
+        if copy is False:
+            raise ValueError(
+                f"torch tensors cannot have negative strides, and the layout has strides "
+                f"{layout.strides} (axes {flip}): a torch view would need a copy; pass "
+                f"copy=None to get one"
+            )
+        key = tuple(slice(None, None, -1) if d in flip else slice(None)
+                    for d in range(layout.ndim))
+        forward = layout[key]
+        out = torch.as_strided(base, forward.sizes, forward.strides, start + forward.offset)
+        return out.flip(flip)
+    strides = tuple(abs(s) for s in layout.strides)
+    out = torch.as_strided(base, layout.sizes, strides, start + layout.offset)
+    return out.clone() if copy else out
