@@ -42,3 +42,32 @@ def broadcast_strides(sizes: _Dims, strides: _Dims, new_sizes: _Dims) -> tuple[i
 def index(
     sizes: _Dims, strides: _Dims, offset: SupportsIndex, key: Any
 ) -> tuple[tuple[int, ...], tuple[int, ...], int]: ...
+def element_strides(
+    byte_strides: _Dims, sizes: _Dims, itemsize: SupportsIndex
+) -> tuple[int, ...]: ...
+
+DLPACK_VERSION: tuple[int, int]
+
+class DLPackTensor:
+    data: int
+    byte_offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    device: tuple[int, int]
+    dtype: tuple[int, int, int]
+    readonly: bool
+    version: tuple[int, int] | None
+
+def consume_dlpack(capsule: Any) -> DLPackTensor: ...
+def make_dlpack_capsule(
+    owner: Any,
+    data: int,
+    byte_offset: int,
+    sizes: _Dims,
+    strides: _Dims,
+    device: tuple[int, int],
+    dtype: tuple[int, int, int],
+    *,
+    readonly: bool = ...,
+    version: tuple[int, int] | None = ...,
+) -> Any: ...

@@ -161,7 +161,7 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     >>> st.view(buf, st.Layout((3, 4), itemsize=4))
     Traceback (most recent call last):
         ...
-    ValueError: layout span (0, 11) lies outside base's buffer: it holds 10 elements of 4 bytes, at element offsets 0..9 from base's first element
+    ValueError: layout span (0, 11) lies outside base's buffer: it holds 10 elements of 4 bytes, ...
     """
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
