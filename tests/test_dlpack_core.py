@@ -112,9 +112,9 @@ def test_consume_refuses_non_capsules(bad):
 
 
 def test_consume_refuses_foreign_capsule():
-    import datetime  # noqa: F401  (its C API capsule is a capsule with another name)
-    import _datetime
-    with pytest.raises(TypeError, match="datetime.datetime_CAPI"):
+    import _datetime  # its C API is a capsule with another name
+
+    with pytest.raises(TypeError, match=r"datetime\.datetime_CAPI"):
         _core.consume_dlpack(_datetime.datetime_CAPI)
 
 

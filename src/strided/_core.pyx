@@ -5,7 +5,7 @@ arrays, run without the GIL and report failures as status codes; the Python-faci
 below validate their arguments with the GIL held, call them, and turn a status into an exception
 that names the argument and the value. This module knows nothing of numpy or torch.
 """
-from cpython.exc cimport PyErr_CheckSignals
+from cpython.exc cimport PyErr_CheckSignals, PyErr_Fetch, PyErr_Restore
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsVoidPtr
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
@@ -1489,10 +1489,19 @@ cdef extern from "Python.h":
 
 
 cdef void _decref_context(void* context) noexcept nogil:
-    """Release the Python object a produced capsule keeps alive (from any thread)."""
+    """Release the Python object a produced capsule keeps alive (from any thread).
+
+    Consumers may call the deleter, or drop a capsule they refused, with their exception
+    already set: the error state is put aside while the owner is released, so it survives.
+    """
+    cdef PyObject *kind
+    cdef PyObject *value
+    cdef PyObject *trace
     if context != NULL and Py_IsInitialized():
         with gil:
+            PyErr_Fetch(&kind, &value, &trace)
             Py_XDECREF(<PyObject*>context)
+            PyErr_Restore(kind, value, trace)
 
 
 cdef void _delete_legacy(DLManagedTensor* self) noexcept nogil:

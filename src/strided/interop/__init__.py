@@ -53,8 +53,11 @@ def describe(x: Any) -> MemoryRecord:
         return _torch.describe(x)
     if isinstance(x, _BYTES_LIKE):
         return _numpy.describe_buffer(x)
-    if isinstance(x, np.generic):        # a scalar: read-only, like numpy's own view of it
-        return _numpy.describe(np.asarray(x))
+    if isinstance(x, np.generic):
+        # numpy scalars are immutable and np.asarray copies one: view that copy read-only.
+        scalar = np.asarray(x)
+        scalar.flags.writeable = False
+        return _numpy.describe(scalar)
     if hasattr(type(x), "__dlpack__"):
         return _dlpack.describe(x)
     try:

@@ -72,11 +72,13 @@ class Exporter:
                               "which has no read-only flag")
         tensor = record.owner
         data, byte_offset = tensor.data, tensor.byte_offset + layout.byte_offset
-        if byte_offset < 0:                       # reaches below the producer's pointer
-            if record.device[0] not in _ADDRESSABLE:
-                raise BufferError(f"cannot offset a pointer on device {record.device} by "
-                                  f"{byte_offset} bytes")
+        if record.device[0] in _ADDRESSABLE:
+            # A plain address: fold the offset into the pointer. Some consumers (torch 2.13)
+            # refuse any non-zero byte_offset, and it cannot be negative.
             data, byte_offset = data + byte_offset, 0
+        elif byte_offset < 0:
+            raise BufferError(f"cannot offset a pointer on device {record.device} by "
+                              f"{byte_offset} bytes")
         return _core.make_dlpack_capsule(
             (self._base, tensor), data, byte_offset, layout.sizes, layout.strides,
             record.device, tensor.dtype, readonly=not record.writeable, version=version,
@@ -135,6 +137,6 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     else:
         refusal = "torch cannot hold negative strides"
     if copy is False:
-        raise ValueError(f"no zero-copy view of strides {layout.strides} exists in "
-                         f"{xp.__name__}: {refusal}; pass copy=None to copy")
+        raise ValueError(f"{xp.__name__} cannot take this view without a copy: {refusal}; "
+                         f"pass copy=None to copy")
     return xp.from_dlpack(_host_copy(record, layout))

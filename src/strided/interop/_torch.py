@@ -35,13 +35,16 @@ def is_tensor(x: object) -> bool:
 
 def _refuse_unstrided(t: Any) -> None:
     torch = sys.modules["torch"]
+    if t.is_nested:
+        raise ValueError(
+            "a nested torch tensor has no single memory layout: read its components "
+            "(.unbind()) one by one"
+        )
     if t.layout is not torch.strided:
         raise ValueError(
             f"a torch tensor with layout {t.layout} has no strides, so no memory layout: "
             f"convert it with .to_dense() first"
         )
-    if t.is_nested:
-        raise ValueError("a nested torch tensor has no single memory layout")
 
 
 def _device(t: Any) -> tuple[int, int]:
@@ -75,6 +78,32 @@ def _negative_axes(layout: Layout) -> list[int]:
     return [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides)) if s < 0 and n > 1]
 
 
+def _graph_source(base: Any, layout: Layout) -> Any:
+    """The tensor to call ``as_strided`` on so that gradients reach every element viewed.
+
+    ``as_strided``'s backward drops the gradient of any element outside its input's own
+    geometry. A view of a view that requires grad may reach storage elements its base does not
+    show (the extent is the whole storage), so it is taken from the root tensor (``_base``),
+    whose storage offsets are the same. That is only right when the root holds the same values
+    (same dtype, no lazy conj/neg bit); otherwise the layout must stay within base's own span.
+    """
+    root = base._base
+    if root is None or not base.requires_grad:
+        return base
+    if root.dtype == base.dtype and not (base.is_conj() or base.is_neg()
+                                         or root.is_conj() or root.is_neg()):
+        return root
+    own = Layout(tuple(base.shape), base.stride(), itemsize=layout.itemsize)
+    lo, hi = own.span
+    if layout.size and (own.is_padded or layout.span[0] < lo or layout.span[1] > hi):
+        raise ValueError(
+            f"layout span {layout.span} reaches storage that base (a {base.dtype} view that "
+            f"requires grad, of a {root.dtype} tensor) does not show: gradients could not "
+            f"reach it; view the root tensor instead"
+        )
+    return base
+
+
 def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
     """``torch.as_strided`` over base's storage (no data touched: works on every device).
 
@@ -84,7 +113,8 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     empty layout) reaches the same memory with its sign dropped, so that needs no copy.
     """
     torch = sys.modules["torch"]
-    start = base.storage_offset()
+    start = base.storage_offset()       # storage offsets are the same from base and its root
+    base = _graph_source(base, layout)
     flip = _negative_axes(layout)
     if flip:
         if copy is False:
