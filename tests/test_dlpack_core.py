@@ -192,6 +192,15 @@ def test_unconsumed_capsule_releases_owner(version):
     assert ref() is None
 
 
+@pytest.mark.parametrize("version", [None, (1, 1)])
+def test_null_data_is_refused_unless_empty(version):
+    capsule = _core.make_dlpack_capsule(None, 0, 0, (2, 3), (3, 1), (1, 0), F32, version=version)
+    with pytest.raises(ValueError, match="6 elements has a NULL data pointer"):
+        _core.consume_dlpack(capsule)
+    empty = _core.make_dlpack_capsule(None, 0, 0, (2, 0), (3, 1), (1, 0), F32, version=version)
+    assert _core.consume_dlpack(empty).data == 0
+
+
 def test_round_trip_writer_to_reader():
     base = np.arange(12, dtype=np.int16)
     capsule = _core.make_dlpack_capsule(base, _address(base), 6, (2, 3), (-3, 2), (1, 0),
