@@ -17,7 +17,8 @@ _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
 def _dlpack_dtype(dtype: np.dtype) -> tuple[int, int, int] | None:
-    code = _DLPACK_CODES.get(dtype.kind)
+    """DLPack's (code, bits, lanes) for numpy's dtype; DLPack types are native-endian."""
+    code = _DLPACK_CODES.get(dtype.kind) if dtype.isnative else None
     return None if code is None else (code, 8 * dtype.itemsize, 1)
 
 

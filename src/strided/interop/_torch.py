@@ -78,30 +78,51 @@ def _negative_axes(layout: Layout) -> list[int]:
     return [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides)) if s < 0 and n > 1]
 
 
-def _graph_source(base: Any, layout: Layout) -> Any:
+def _graph_source(base: Any, layout: Layout) -> tuple[Any, bool, bool]:
     """The tensor to call ``as_strided`` on so that gradients reach every element viewed.
 
     ``as_strided``'s backward drops the gradient of any element outside its input's own
-    geometry. A view of a view that requires grad may reach storage elements its base does not
-    show (the extent is the whole storage), so it is taken from the root tensor (``_base``),
-    whose storage offsets are the same. That is only right when the root holds the same values
-    (same dtype, no lazy conj/neg bit); otherwise the layout must stay within base's own span.
+    geometry, and the extent of a view is base's whole storage. So when base is a view whose
+    root (``_base``) requires grad, the view is taken from the root, at the same storage
+    offsets; returned with it: whether the conj and neg bits must be toggled to show base's
+    values. A root of another dtype (``view_as_real``, ``.view(dtype)``) cannot stand in for
+    base: then the layout must stay within base's own span, which base must fill (unpadded),
+    so that every element viewed is one of base's.
     """
     root = base._base
-    if root is None or not base.requires_grad:
-        return base
-    if root.dtype == base.dtype and not (base.is_conj() or base.is_neg()
-                                         or root.is_conj() or root.is_neg()):
-        return root
+    if root is None or not base.requires_grad or not root.requires_grad:
+        return base, False, False
+    if root.dtype == base.dtype:
+        return root, base.is_conj() != root.is_conj(), base.is_neg() != root.is_neg()
     own = Layout(tuple(base.shape), base.stride(), itemsize=layout.itemsize)
     lo, hi = own.span
     if layout.size and (own.is_padded or layout.span[0] < lo or layout.span[1] > hi):
         raise ValueError(
-            f"layout span {layout.span} reaches storage that base (a {base.dtype} view that "
-            f"requires grad, of a {root.dtype} tensor) does not show: gradients could not "
-            f"reach it; view the root tensor instead"
+            f"base is a {base.dtype} view, requiring grad, of a {root.dtype} tensor, and the "
+            f"layout (span {layout.span}) may reach storage that is not one of base's "
+            f"elements (base's span is {own.span}{', with gaps' if own.is_padded else ''}): "
+            f"its gradient would be lost; view the root tensor, or base.detach()"
         )
-    return base
+    return base, False, False
+
+
+def _reinterpretable(torch: Any, itemsize: int) -> Any:
+    """The integer dtype of ``itemsize`` bytes, to move elements of any dtype bit for bit."""
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(itemsize)
+
+
+def _flip(torch: Any, t: Any, axes: list[int]) -> Any:
+    """``t.flip(axes)``; for dtypes torch cannot flip (float8, ...), flip their bits instead."""
+    try:
+        return t.flip(axes)
+    except (NotImplementedError, RuntimeError):
+        bits = _reinterpretable(torch, t.element_size())
+        if bits is None or t.requires_grad:
+            raise ValueError(
+                f"torch cannot flip {t.dtype} tensors{' that require grad' * t.requires_grad}, "
+                f"so it cannot copy this negative-stride layout"
+            ) from None
+        return t.view(bits).flip(axes).view(t.dtype)
 
 
 def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
@@ -114,20 +135,24 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     """
     torch = sys.modules["torch"]
     start = base.storage_offset()       # storage offsets are the same from base and its root
-    base = _graph_source(base, layout)
+    source, conj, neg = _graph_source(base, layout)
     flip = _negative_axes(layout)
+    if flip and copy is False:
+        raise ValueError(
+            f"torch tensors cannot have negative strides, and the layout has strides "
+            f"{layout.strides} (axes {flip}): a torch view would need a copy; pass "
+            f"copy=None to get one"
+        )
     if flip:
-        if copy is False:
-            raise ValueError(
-                f"torch tensors cannot have negative strides, and the layout has strides "
-                f"{layout.strides} (axes {flip}): a torch view would need a copy; pass "
-                f"copy=None to get one"
-            )
-        key = tuple(slice(None, None, -1) if d in flip else slice(None)
-                    for d in range(layout.ndim))
-        forward = layout[key]
-        out = torch.as_strided(base, forward.sizes, forward.strides, start + forward.offset)
-        return out.flip(flip)
+        layout = layout[tuple(slice(None, None, -1) if d in flip else slice(None)
+                              for d in range(layout.ndim))]
+    # What is left negative is on dims of one element (or the layout is empty): drop the sign.
     strides = tuple(abs(s) for s in layout.strides)
-    out = torch.as_strided(base, layout.sizes, strides, start + layout.offset)
+    out = torch.as_strided(source, layout.sizes, strides, start + layout.offset)
+    if conj:
+        out = out.conj()
+    if neg:
+        out = torch._neg_view(out)
+    if flip:
+        return _flip(torch, out, flip)
     return out.clone() if copy else out
