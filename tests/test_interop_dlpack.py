@@ -300,3 +300,32 @@ def test_malformed_capsules_are_value_errors(case):
     assert message in first, first
     assert first.split()[0] in ("ValueError", "OverflowError")
     assert second == "released True 0", "every capsule must be freed, consumed or not"
+
+
+# ---- a real library that refuses some strides: jax (where installed) --------------------------
+
+JAX_LAYOUTS = [
+    st.Layout((3, 4), itemsize=4),                      # packed: jax takes it
+    st.Layout((4, 3), (1, 4), itemsize=4),              # a transpose: jax takes it
+    st.Layout((2, 3), (4, 1), offset=1, itemsize=4),    # padded: jax refuses
+    st.Layout((3,), (-2,), offset=10, itemsize=4),      # negative: jax refuses
+    st.Layout((2, 3), (0, 1), itemsize=4),              # broadcast: jax refuses
+]
+
+
+@pytest.mark.parametrize("layout", JAX_LAYOUTS, ids=lambda L: str(L.strides))
+def test_jax_views_or_copies_per_copy_argument(layout):
+    jnp = pytest.importorskip("jax.numpy")
+    values = np.arange(12, dtype=np.float32)
+    base = jnp.asarray(values)
+    expected = np.array([values[layout.offset_of(i)] for i in np.ndindex(*layout.sizes)])
+    out = st.view(base, layout)
+    assert type(out) is type(base)
+    np.testing.assert_array_equal(np.asarray(out).reshape(-1), expected)
+    try:
+        strict = st.view(base, layout, copy=False)
+    except ValueError as exc:
+        assert "jax.numpy cannot take this view without a copy" in str(exc)
+        assert not (layout.is_packed and layout.offset == 0)
+    else:
+        np.testing.assert_array_equal(np.asarray(strict).reshape(-1), expected)
