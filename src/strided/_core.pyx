@@ -6,6 +6,7 @@ below validate their arguments with the GIL held, call them, and turn a status i
 that names the argument and the value. This module knows nothing of numpy or torch.
 """
 from cpython.exc cimport PyErr_CheckSignals, PyErr_Fetch, PyErr_Restore
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsVoidPtr
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
@@ -1267,18 +1268,10 @@ def index(sizes, strides, offset, key):
     return tuple(out_sizes), tuple(out_strides), off
 
 
-def element_strides(byte_strides, sizes, itemsize):
-    """Element strides from strides in bytes (numpy's unit).
-
-    A byte stride must be a multiple of ``itemsize``. The one exception is a stride that cannot
-    matter, because its dim has at most one element or the array has none: it becomes 0.
-    """
-    cdef int64_t sz[MAX_NDIM]
-    cdef int64_t st[MAX_NDIM]
-    cdef int nd = _load_pair(sizes, byte_strides, sz, st), i
-    cdef int64_t isz = _as_int64(itemsize, "itemsize"), n
-    if isz <= 0:
-        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+cdef int _to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz) except -1:
+    """Divide byte strides by the itemsize in place (the rule of `element_strides`)."""
+    cdef int i
+    cdef int64_t n
     if c_size(nd, sz, &n):
         raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
     for i in range(nd):
@@ -1291,7 +1284,39 @@ def element_strides(byte_strides, sizes, itemsize):
                 f"byte stride {st[i]} of axis {i} is not a multiple of the itemsize {isz}: "
                 f"the array cannot be described in whole elements"
             )
+    return 0
+
+
+def element_strides(byte_strides, sizes, itemsize):
+    """Element strides from strides in bytes (numpy's unit).
+
+    A byte stride must be a multiple of ``itemsize``. The one exception is a stride that cannot
+    matter, because its dim has at most one element or the array has none: it becomes 0.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef int nd = _load_pair(sizes, byte_strides, sz, st)
+    cdef int64_t isz = _as_int64(itemsize, "itemsize")
+    if isz <= 0:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    _to_element_strides(nd, sz, st, isz)
     return _tuple(nd, st)
+
+
+def buffer_address(obj):
+    """``(address, readonly)`` of an object's buffer (PEP 3118), strided buffers included.
+
+    The address is that of the first element. The buffer is released before returning: the
+    caller keeps ``obj`` alive while it uses the address. Only the address is taken: exporters
+    may report normalised strides for dims of size 1 or empty buffers (numpy does), so the
+    layout is read from the object itself. Raises what the exporter raises (BufferError,
+    ValueError, TypeError) when ``obj`` has no buffer or refuses a strided one.
+    """
+    cdef Py_buffer view
+    PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO)
+    address, readonly = <size_t>view.buf, bool(view.readonly)
+    PyBuffer_Release(&view)
+    return address, readonly
 
 
 # --------------------------------------------------------------------------------------------

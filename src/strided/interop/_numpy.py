@@ -28,8 +28,13 @@ def describe(x: np.ndarray, owner: Any = None) -> MemoryRecord:
     if itemsize == 0:
         raise ValueError(f"numpy dtype {x.dtype} has no bytes per element: it has no layout")
     strides = _core.element_strides(x.strides, x.shape, itemsize)
-    layout = Layout(x.shape, strides, itemsize=itemsize)
-    ptr, readonly = x.__array_interface__["data"]
+    sizes = x.shape
+    try:                        # the buffer protocol gives the address in one C call...
+        ptr, readonly = _core.buffer_address(x)
+    except (BufferError, ValueError, TypeError, NotImplementedError):
+        # ...but numpy exports no buffer of some dtypes (datetime64, timedelta64).
+        ptr, readonly = x.__array_interface__["data"]
+    layout = Layout(sizes, strides, itemsize=itemsize)
     lo, hi = layout.span
     return MemoryRecord(
         ptr=ptr, layout=layout, extent=(lo, hi), device=CPU, writeable=not readonly,
