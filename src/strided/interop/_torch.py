@@ -47,12 +47,21 @@ def _refuse_unstrided(t: Any) -> None:
         )
 
 
+_DEVICES: dict[Any, tuple[int, int]] = {}
+
+
 def _device(t: Any) -> tuple[int, int]:
-    try:
-        kind, index = t.__dlpack_device__()
-    except (ValueError, RuntimeError, TypeError):
-        return NO_DLPACK_DEVICE
-    return int(kind), int(index)
+    """DLPack's ``(device_type, device_id)`` of t, asked of torch once per device."""
+    device = t.device
+    found = _DEVICES.get(device)
+    if found is None:
+        try:
+            kind, index = t.__dlpack_device__()        # ~2 us: worth caching
+            found = (int(kind), int(index))
+        except (ValueError, RuntimeError, TypeError):
+            found = NO_DLPACK_DEVICE
+        _DEVICES[device] = found
+    return found
 
 
 def describe(t: Any) -> MemoryRecord:
