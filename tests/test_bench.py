@@ -200,3 +200,24 @@ def test_main_rejects_bad_options() -> None:
         main(["--repeat", "0"])
     with pytest.raises(SystemExit):
         main(["--no-such-option"])
+
+
+def test_interop_benchmark_script_runs() -> None:
+    """benchmarks/bench_interop.py runs end to end and prints one row per installed library."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_interop.py"
+    if not script.is_file():
+        pytest.skip("no checkout: benchmarks/ is absent")
+    result = subprocess.run(
+        [sys.executable, str(script), "--repeat", "1", "--sample-ms", "0.2", "--markdown"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| view(")]
+    assert any("ndarray" in row for row in rows), result.stdout
+    for row in rows:
+        ratio = row.rstrip(" |").rsplit("|", 1)[1].strip()
+        assert ratio.endswith("x") and float(ratio[:-1]) > 0
