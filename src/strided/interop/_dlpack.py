@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from strided import _core
-from strided.interop._numpy import ndarray_at
+from strided.interop._numpy import ndarray_at, numpy_dtype
 from strided.interop._record import MemoryRecord
 from strided.layout import Layout
 
@@ -95,27 +97,14 @@ def _namespace(base: Any) -> Any:
     return get()
 
 
-def _host_copy(record: MemoryRecord, layout: Layout) -> Any:
+def _host_copy(record: MemoryRecord, layout: Layout) -> np.ndarray:
     """A packed host copy of ``layout`` over the record's memory, as a numpy array."""
-    import numpy as np
-
     if record.device[0] not in _HOST:
         raise ValueError(f"cannot copy memory on device {record.device} from the host")
+    dtype = numpy_dtype(record.dtype)      # before reading anything: numpy must hold the copy
     raw = ndarray_at(record.ptr, layout, np.dtype(f"V{layout.itemsize}"), readonly=True,
                      owner=record.owner)
-    code, bits, lanes = record.dtype or (None, 0, 0)
-    # The packed bytes go back through from_dlpack as a numpy array of the same dtype.
-    return raw.copy(order="K").view(_numpy_dtype(code, bits, lanes, layout.itemsize))
-
-
-def _numpy_dtype(code: int | None, bits: int, lanes: int, itemsize: int) -> Any:
-    import numpy as np
-
-    kinds = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
-    if lanes == 1 and code in kinds:
-        return np.dtype(f"{kinds[code]}{bits // 8}")
-    raise ValueError(f"cannot copy elements of DLPack dtype code {code}, {bits} bits, "
-                     f"{lanes} lanes through numpy")
+    return raw.copy(order="K").view(dtype)
 
 
 def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:

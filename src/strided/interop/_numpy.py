@@ -10,16 +10,29 @@ from strided import _core
 from strided.interop._record import CPU, MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["describe", "describe_buffer", "ndarray_at", "view"]
+__all__ = ["describe", "describe_buffer", "ndarray_at", "numpy_dtype", "view"]
 
 # DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+
+
+_NUMPY_KINDS = {code: kind for kind, code in _DLPACK_CODES.items()}
 
 
 def _dlpack_dtype(dtype: np.dtype) -> tuple[int, int, int] | None:
     """DLPack's (code, bits, lanes) for numpy's dtype; DLPack types are native-endian."""
     code = _DLPACK_CODES.get(dtype.kind) if dtype.isnative else None
     return None if code is None else (code, 8 * dtype.itemsize, 1)
+
+
+def numpy_dtype(dlpack_dtype: tuple[int, int, int] | None) -> np.dtype:
+    """numpy's dtype for DLPack's (code, bits, lanes); ValueError when numpy has none."""
+    code, bits, lanes = dlpack_dtype or (-1, 0, 0)
+    kind = _NUMPY_KINDS.get(code) if lanes == 1 and bits % 8 == 0 else None
+    if kind is None:
+        raise ValueError(f"numpy has no dtype for DLPack dtype code {code}, {bits} bits, "
+                         f"{lanes} lanes")
+    return np.dtype(f"{kind}{bits // 8}")
 
 
 def describe(x: np.ndarray, owner: Any = None) -> MemoryRecord:
