@@ -124,8 +124,9 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
         Sizes, element strides (negative, zero and padded are all fine), offset and itemsize.
     copy : bool or None, optional
         None (default): zero-copy whenever base's library can express the layout, a copy
-        otherwise (torch cannot hold negative strides). False: never copy, raise ValueError
-        instead. True: always an independent copy.
+        otherwise (torch cannot hold negative strides; some DLPack consumers refuse padding,
+        broadcast or negative strides). False: never copy, raise ValueError instead. True:
+        always an independent copy, writeable even when base is not.
 
     Returns
     -------
