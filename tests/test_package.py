@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import strided
 from strided import _core
 
@@ -18,6 +20,18 @@ def test_import_loads_no_array_backend_but_numpy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_is_light_and_interop_loads_on_first_use():
+    code = (
+        "import sys, strided; before = 'numpy' in sys.modules; "
+        "import numpy as np; v = strided.view(np.arange(4), strided.layout_of(np.arange(4))); "
+        "print(before, strided.interop.describe(v).library, 'interop' in dir(strided))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "numpy", "True"]
+    with pytest.raises(AttributeError, match="no_such_name"):
+        strided.no_such_name  # noqa: B018
 
 
 def test_openmp_flag_is_a_bool_and_matches_the_core():

@@ -16,10 +16,15 @@ Examples
 (True, 32)
 """
 
+from typing import TYPE_CHECKING, Any
+
 from strided._core import MAX_RANK, LayoutIndexError, openmp_enabled
 from strided.formats import packed_strides
-from strided.interop import layout_of, view
 from strided.layout import Layout, buffer_size, offset_of
+
+if TYPE_CHECKING:
+    from strided import interop
+    from strided.interop import layout_of, view
 
 __version__ = "0.1.0"
 
@@ -28,9 +33,26 @@ __all__ = [
     "Layout",
     "LayoutIndexError",
     "buffer_size",
+    "interop",
     "layout_of",
     "offset_of",
     "openmp_enabled",
     "packed_strides",
     "view",
 ]
+
+# The interop layer imports numpy; layout arithmetic needs nothing but the core. So it is
+# loaded on first use (PEP 562), and `import strided` stays light.
+_LAZY = {"interop", "layout_of", "view"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import strided.interop
+
+        return strided.interop if name == "interop" else getattr(strided.interop, name)
+    raise AttributeError(f"module 'strided' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
