@@ -1127,11 +1127,8 @@ def flip_with_negative_size1_stride():
 
 @probe
 def float8_negative_strides():
-    f8 = torch.arange(4.0).to(torch.float8_e4m3fn)
-    try:
-        v = strided.view(f8, strided.Layout((2,), (-2,), offset=3, itemsize=1))
-    except ValueError:
-        return                      # refusing is acceptable too
+    f8 = torch.arange(4.0).to(torch.float8_e4m3fn)   # torch.flip has no float8 kernel
+    v = strided.view(f8, strided.Layout((2,), (-2,), offset=3, itemsize=1))
     assert v.dtype == torch.float8_e4m3fn and v.float().tolist() == [3.0, 1.0], v
 
 
