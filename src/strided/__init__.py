@@ -50,7 +50,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import strided.interop
 
-        return strided.interop if name == "interop" else getattr(strided.interop, name)
+        # Bind all three here, so later look-ups are plain attribute reads.
+        globals().update(layout_of=strided.interop.layout_of, view=strided.interop.view)
+        return globals()[name]
     raise AttributeError(f"module 'strided' has no attribute {name!r}")
 
 
