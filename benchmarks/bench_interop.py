@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 import strided as st
-from strided._bench import machine_facts
+from strided._bench import _calibrate, machine_facts
 
 Row = tuple[str, Callable[[], object], str, Callable[[], object]]
 
@@ -81,13 +81,9 @@ def _dlpack_rows() -> list[Row]:
 def _paired_medians(a: Callable[[], object], b: Callable[[], object], repeat: int,
                     sample_s: float) -> tuple[float, float]:
     """Median seconds per call of a and b, sampled alternately."""
+    a(), b()                # first calls may import or cache things: keep them out
     timers = [timeit.Timer(a), timeit.Timer(b)]
-    numbers = []
-    for timer in timers:
-        number = 1
-        while timer.timeit(number) < sample_s / 10:
-            number *= 10
-        numbers.append(number * 10)
+    numbers = [_calibrate(timer, sample_s) for timer in timers]
     samples: list[list[float]] = [[], []]
     for _ in range(repeat):
         for k in (0, 1):
