@@ -333,17 +333,23 @@ def test_out_of_bounds_negative_strides(b, case, nothing_built):
     assert_out_of_bounds(base, b.layout(sizes, strides, offset), last - first + 1)
 
 
+def guarded_base(b, n):
+    """Base of n values with guard elements around it (where the backend has room for them):
+    (base, guard count, first and last offset of base's memory, the values guards included)."""
+    values = buffer_values(n, b.dtype)
+    base = b.make(values, GUARD)
+    guard = GUARD if b.guards else 0
+    first, last = b.extent(n, guard)
+    fence = np.full(guard, guard_value(b.dtype), b.dtype)
+    return base, guard, first, last, np.concatenate([fence, values, fence])
+
+
 @pytest.mark.parametrize("b", ALL)
 def test_bounds_exact_fit_is_allowed(b):
     """The layouts that just fit base's memory are views; for torch that memory is the whole
     storage, guards included."""
     n = 6
-    values = buffer_values(n, b.dtype)
-    base = b.make(values, GUARD)
-    guard = GUARD if b.guards else 0
-    first, last = b.extent(n, guard)
-    full = np.concatenate([np.full(guard, guard_value(b.dtype), b.dtype), values,
-                           np.full(guard, guard_value(b.dtype), b.dtype)])
+    base, guard, first, last, full = guarded_base(b, n)
     for sizes, strides, offset in [((last - first + 1,), (1,), first), ((), (), first),
                                    ((), (), last), ((0,), (1,), last + 1),
                                    ((2, 2), (0, last - first), first)]:
@@ -361,12 +367,7 @@ def test_bounds_exhaustive_small_layouts(b):
     the oracle says every element is inside base's memory, and then with the oracle's values;
     the guard elements around base are never shown (except torch's, which are storage)."""
     n = 4
-    values = buffer_values(n, b.dtype)
-    base = b.make(values, GUARD)
-    guard = GUARD if b.guards else 0
-    first, last = b.extent(n, guard)
-    full = np.concatenate([np.full(guard, guard_value(b.dtype), b.dtype), values,
-                           np.full(guard, guard_value(b.dtype), b.dtype)])
+    base, guard, first, last, full = guarded_base(b, n)
     stride_range = range(0, 4) if b.is_torch else range(-2, 3)
     shapes = [(k,) for k in range(6)] + list(itertools.product(range(4), repeat=2))
     checked = refused = 0

@@ -101,10 +101,9 @@ def _host_copy(record: MemoryRecord, layout: Layout) -> np.ndarray:
     """A packed host copy of ``layout`` over the record's memory, as a numpy array."""
     if record.device[0] not in _HOST:
         raise ValueError(f"cannot copy memory on device {record.device} from the host")
-    dtype = numpy_dtype(record.dtype)      # before reading anything: numpy must hold the copy
-    raw = ndarray_at(record.ptr, layout, np.dtype(f"V{layout.itemsize}"), readonly=True,
+    arr = ndarray_at(record.ptr, layout, numpy_dtype(record.dtype), readonly=True,
                      owner=record.owner)
-    return raw.copy(order="K").view(dtype)
+    return arr.copy(order="K")
 
 
 def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:

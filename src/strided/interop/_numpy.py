@@ -35,7 +35,7 @@ def numpy_dtype(dlpack_dtype: tuple[int, int, int] | None) -> np.dtype:
     return np.dtype(f"{kind}{bits // 8}")
 
 
-def describe(x: np.ndarray, owner: Any = None) -> MemoryRecord:
+def describe(x: np.ndarray) -> MemoryRecord:
     """The record of a numpy array: its own span is the memory a view may use."""
     itemsize = x.dtype.itemsize
     if itemsize == 0:
@@ -51,7 +51,7 @@ def describe(x: np.ndarray, owner: Any = None) -> MemoryRecord:
     lo, hi = layout.span
     return MemoryRecord(
         ptr=ptr, layout=layout, extent=(lo, hi), device=CPU, writeable=not readonly,
-        owner=x if owner is None else owner, library="numpy", dtype=_dlpack_dtype(x.dtype),
+        owner=x, library="numpy", dtype=_dlpack_dtype(x.dtype),
     )
 
 
@@ -64,7 +64,7 @@ def describe_buffer(x: Any) -> MemoryRecord:
             f"numpy cannot read the buffer format {mv.format!r} of {type(x).__name__} "
             f"({mv.itemsize}-byte items) without converting it"
         )
-    return describe(arr, owner=arr)
+    return describe(arr)
 
 
 class _Interface:

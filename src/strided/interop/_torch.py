@@ -87,7 +87,7 @@ def _negative_axes(layout: Layout) -> list[int]:
     return [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides)) if s < 0 and n > 1]
 
 
-def _graph_source(base: Any, layout: Layout) -> tuple[Any, bool, bool]:
+def _graph_source(base: Any, own: Layout, layout: Layout) -> tuple[Any, bool, bool]:
     """The tensor to call ``as_strided`` on so that gradients reach every element viewed.
 
     ``as_strided``'s backward drops the gradient of any element outside its input's own
@@ -103,7 +103,6 @@ def _graph_source(base: Any, layout: Layout) -> tuple[Any, bool, bool]:
         return base, False, False
     if root.dtype == base.dtype:
         return root, base.is_conj() != root.is_conj(), base.is_neg() != root.is_neg()
-    own = Layout(tuple(base.shape), base.stride(), itemsize=layout.itemsize)
     lo, hi = own.span
     if layout.size and (own.is_padded or layout.span[0] < lo or layout.span[1] > hi):
         raise ValueError(
@@ -144,7 +143,7 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     """
     torch = sys.modules["torch"]
     start = base.storage_offset()       # storage offsets are the same from base and its root
-    source, conj, neg = _graph_source(base, layout)
+    source, conj, neg = _graph_source(base, record.layout, layout)
     flip = _negative_axes(layout)
     if flip and copy is False:
         raise ValueError(
