@@ -72,3 +72,22 @@ def make_dlpack_capsule(
     version: tuple[int, int] | None = ...,
 ) -> Any: ...
 def buffer_address(obj: Any) -> tuple[int, bool]: ...
+
+# ---- the copy engine ---------------------------------------------------------------------
+
+def resolve_threads(num_threads: int | None = None) -> int: ...
+def copy_memory(
+    dst_address: int,
+    src_address: int,
+    sizes: Sequence[int],
+    dst_strides: Sequence[int],
+    src_strides: Sequence[int],
+    itemsize: int,
+    num_threads: int | None = None,
+) -> None: ...
+def copyto_buffers(dst: object, src: object, num_threads: int | None = None) -> bool: ...
+def _tune(
+    tile_bytes: int | None = None,
+    block_bytes: int | None = None,
+    thread_bytes: int | None = None,
+) -> tuple[int, int, int]: ...

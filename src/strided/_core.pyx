@@ -19,7 +19,10 @@ from libc.stdint cimport (
 from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc, qsort
 
-from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
+from strided._openmp cimport (
+    STRIDED_OPENMP_ENABLED, strided_omp_max_threads, strided_omp_num_threads,
+    strided_omp_thread_num,
+)
 
 import operator
 
@@ -1627,3 +1630,602 @@ def make_dlpack_capsule(owner, data, byte_offset, sizes, strides, device, dtype,
     else:
         versioned.manager_ctx = <PyObject*>owner
     return capsule
+
+
+# --------------------------------------------------------------------------------------------
+# The copy engine: plan a strided copy once, then run its blocks on an OpenMP team
+# --------------------------------------------------------------------------------------------
+#
+# A copy of `sizes` elements from one strided layout to another is planned as oneDNN's reorder
+# and HPTT do (DESIGN §5): drop size-1 dims; flip every dim the destination walks backwards, in
+# both layouts at once; sort the dims by the destination's strides; merge neighbours that are
+# contiguous in *both* layouts. What is left is an outer loop nest around a 2-D block problem
+#     dst[r * dp + c * dq] = src[r * sp + c * sq]
+# whose columns are the destination's innermost dim. When that dim is unit-stride in the
+# destination and another dim is unit-stride in the source, the block is a transpose (rows =
+# the source's unit dim) and is tiled for the cache; otherwise it is a copy of rows (memcpy,
+# fill, gather or scatter). Blocks are numbered (outer index, block row, block column); a team
+# of threads splits that range statically, each walking its share with an odometer.
+
+cdef extern from "_copy_kernels.h":
+    enum:
+        ST_BLOCK_COPY
+        ST_BLOCK_TRANSPOSE
+    void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
+                       const char* src, Py_ssize_t sp, Py_ssize_t sq,
+                       Py_ssize_t R, Py_ssize_t C) noexcept nogil
+
+from cython.parallel cimport parallel
+from libc.string cimport memcmp, memcpy, memset, strchr, strcmp
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from cpython.exc cimport PyErr_Clear
+
+import os
+
+ctypedef struct CopyPlan:
+    int kind                   # ST_BLOCK_COPY or ST_BLOCK_TRANSPOSE
+    int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
+    int nouter                 # outer dims, outermost first (strides in units)
+    int64_t n[MAX_NDIM]
+    int64_t ds[MAX_NDIM]
+    int64_t ss[MAX_NDIM]
+    int64_t R, C, dp, dq, sp, sq   # the block problem, in units
+    int64_t BR, BC, nbr, nbc       # block extents and block counts per outer index
+    int64_t dst_shift, src_shift   # bytes added to the addresses by the flipped dims
+    int64_t items                  # blocks in all
+    int64_t nbytes                 # bytes written
+
+
+# Tuning, in bytes (set by _tune for experiments; the defaults were measured on this project's
+# 2-core x86-64 machine, see benchmarks/bench_copy.py):
+cdef int64_t _TILE_BYTES = 256          # a transpose tile's row, in each layout
+cdef int64_t _BLOCK_BYTES = 64 * 1024   # a copy block's bytes
+cdef int64_t _THREAD_BYTES = 256 * 1024  # each extra thread needs this many bytes of work
+
+
+def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None):
+    """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
+    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES
+    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES)
+    if tile_bytes is not None:
+        _TILE_BYTES = max(16, int(tile_bytes))
+    if block_bytes is not None:
+        _BLOCK_BYTES = max(16, int(block_bytes))
+    if thread_bytes is not None:
+        _THREAD_BYTES = max(1, int(thread_bytes))
+    _plan_cache_clear()
+    return old
+
+
+cdef inline int64_t _ceil_div_pos(int64_t a, int64_t b) noexcept nogil:
+    return (a + b - 1) // b
+
+
+cdef int _unit_of(int64_t itemsize) noexcept nogil:
+    """Bytes per typed move: the itemsize itself when typed, else its largest power-of-2 part."""
+    if itemsize == 1 or itemsize == 2 or itemsize == 4 or itemsize == 8 or itemsize == 16:
+        return <int>itemsize
+    if itemsize % 8 == 0:
+        return 8
+    if itemsize % 4 == 0:
+        return 4
+    if itemsize % 2 == 0:
+        return 2
+    return 1
+
+
+cdef void _plan_copy(CopyPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                     const int64_t* sstr, int64_t itemsize) noexcept nogil:
+    """Fill P for a non-empty copy. Precondition: byte spans fit int64 (checked by the caller).
+
+    An itemsize without a typed path (3, 6, 12, ...) becomes `k` units of `unit` bytes: an
+    extra innermost dim of k units, unit-stride in both layouts, which then merges with any dim
+    contiguous in both.
+    """
+    cdef int64_t n[MAX_NDIM + 1]
+    cdef int64_t ds[MAX_NDIM + 1]
+    cdef int64_t ss[MAX_NDIM + 1]
+    cdef int64_t tn, td, ts, k
+    cdef int unit = _unit_of(itemsize)
+    cdef int i, j, d = 0, p = -1, q, m
+    k = itemsize // unit
+    P.unit = unit
+    P.dst_shift = 0
+    P.src_shift = 0
+    P.nbytes = itemsize
+    for i in range(nd):
+        P.nbytes *= sizes[i]
+        if sizes[i] == 1:
+            continue
+        n[d] = sizes[i]
+        ds[d] = dstr[i] * k
+        ss[d] = sstr[i] * k
+        if ds[d] < 0:   # walk the destination forwards: flip this dim in both layouts
+            P.dst_shift += (n[d] - 1) * ds[d] * unit
+            P.src_shift += (n[d] - 1) * ss[d] * unit
+            ds[d] = -ds[d]
+            ss[d] = -ss[d]
+        d += 1
+    if k > 1:
+        n[d] = k
+        ds[d] = 1
+        ss[d] = 1
+        d += 1
+    # sort by destination stride, outermost (largest) first; insertion sort, d is small
+    for i in range(1, d):
+        tn, td, ts = n[i], ds[i], ss[i]
+        j = i - 1
+        while j >= 0 and (ds[j] < td or (ds[j] == td and _abs64(ss[j]) < _abs64(ts))):
+            n[j + 1], ds[j + 1], ss[j + 1] = n[j], ds[j], ss[j]
+            j -= 1
+        n[j + 1], ds[j + 1], ss[j + 1] = tn, td, ts
+    # merge dims contiguous in both layouts (outer stride == inner stride * inner size)
+    m = 0
+    for i in range(d):
+        if m > 0 and ds[m - 1] == ds[i] * n[i] and ss[m - 1] == ss[i] * n[i]:
+            n[m - 1] *= n[i]
+            ds[m - 1] = ds[i]
+            ss[m - 1] = ss[i]
+        else:
+            n[m], ds[m], ss[m] = n[i], ds[i], ss[i]
+            m += 1
+    d = m
+    if d == 0:   # a single element
+        n[0], ds[0], ss[0] = 1, 1, 1
+        d = 1
+    q = d - 1
+    P.kind = ST_BLOCK_COPY
+    if ds[q] == 1 and ss[q] != 1 and ss[q] != 0:
+        for i in range(q):
+            if ss[i] == 1:
+                p = i
+                P.kind = ST_BLOCK_TRANSPOSE
+                break
+    if P.kind == ST_BLOCK_COPY and d >= 2:
+        p = d - 2
+    P.C, P.dq, P.sq = n[q], ds[q], ss[q]
+    if p >= 0:
+        P.R, P.dp, P.sp = n[p], ds[p], ss[p]
+    else:
+        P.R, P.dp, P.sp = 1, 0, 0
+    P.nouter = 0
+    for i in range(d):
+        if i != p and i != q:
+            P.n[P.nouter], P.ds[P.nouter], P.ss[P.nouter] = n[i], ds[i], ss[i]
+            P.nouter += 1
+    _plan_blocks(P)
+
+
+cdef inline int64_t _abs64(int64_t v) noexcept nogil:
+    return -v if v < 0 else v
+
+
+cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
+    """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
+    cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
+    cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
+    cdef int i
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
+        tile = max(micro, _TILE_BYTES // P.unit)
+        P.BR = min(P.R, tile)
+        P.BC = min(P.C, tile)
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C < micro:
+        # interleaving a few source planes into short destination rows
+        P.BC = P.C
+        P.BR = min(P.R, max(<int64_t>1, per // P.C))
+    else:
+        P.BC = min(P.C, per)
+        P.BR = min(P.R, max(<int64_t>1, per // P.BC))
+    P.nbr = _ceil_div_pos(P.R, P.BR)
+    P.nbc = _ceil_div_pos(P.C, P.BC)
+    P.items = P.nbr * P.nbc
+    for i in range(P.nouter):
+        P.items *= P.n[i]
+
+
+cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
+                      int64_t hi) noexcept nogil:
+    """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims)."""
+    cdef int64_t idx[MAX_NDIM]
+    cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0
+    cdef int64_t u = P.unit
+    cdef int i
+    if lo >= hi:
+        return
+    bc = lo % P.nbc
+    rest = lo // P.nbc
+    br = rest % P.nbr
+    rest = rest // P.nbr
+    for i in range(P.nouter - 1, -1, -1):
+        idx[i] = rest % P.n[i]
+        rest = rest // P.n[i]
+        doff += idx[i] * P.ds[i]
+        soff += idx[i] * P.ss[i]
+    while True:
+        r0 = br * P.BR
+        c0 = bc * P.BC
+        st_copy_block(P.kind, P.unit,
+                      dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
+                      src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
+                      min(P.BR, P.R - r0), min(P.BC, P.C - c0))
+        item += 1
+        if item >= hi:
+            return
+        bc += 1
+        if bc < P.nbc:
+            continue
+        bc = 0
+        br += 1
+        if br < P.nbr:
+            continue
+        br = 0
+        i = P.nouter - 1   # odometer step over the outer dims
+        while i >= 0:
+            idx[i] += 1
+            doff += P.ds[i]
+            soff += P.ss[i]
+            if idx[i] < P.n[i]:
+                break
+            doff -= idx[i] * P.ds[i]
+            soff -= idx[i] * P.ss[i]
+            idx[i] = 0
+            i -= 1
+
+
+cdef void _run_share(const CopyPlan* P, char* dst, const char* src) noexcept nogil:
+    """Inside a parallel region: this thread's contiguous share of the blocks (static split)."""
+    cdef int64_t team = strided_omp_num_threads(), me = strided_omp_thread_num()
+    cdef int64_t base = P.items // team, extra = P.items % team
+    cdef int64_t lo = me * base + min(me, extra)
+    _run_blocks(P, dst, src, lo, lo + base + (1 if me < extra else 0))
+
+
+cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
+    """Run a plan: on one thread below _THREAD_BYTES of work per thread, else on a team."""
+    cdef int64_t useful = P.nbytes // _THREAD_BYTES
+    cdef int nt = nthreads
+    dst += P.dst_shift
+    src += P.src_shift
+    if useful < nt:
+        nt = <int>max(<int64_t>1, useful)
+    if nt > P.items:
+        nt = <int>P.items
+    if nt <= 1 or not STRIDED_OPENMP_ENABLED:
+        _run_blocks(P, dst, src, 0, P.items)
+        return
+    with parallel(num_threads=nt):
+        _run_share(P, dst, src)
+
+
+# ---- plan cache ------------------------------------------------------------------------------
+# Repeated copies between the same pair of layouts (a data loader's batches) skip the planner
+# and the destination's exact overlap test: a direct-mapped table keyed by (sizes, dst strides,
+# src strides, itemsize). Read and written with the GIL held; a plan is copied out before the
+# GIL is released, so a slot may be replaced while another thread copies.
+
+cdef enum:
+    _CACHE_SLOTS = 64
+    _CACHE_MAX_ND = 8
+
+ctypedef struct _CacheEntry:
+    int nd                      # -1: empty slot
+    int dst_overlaps
+    int64_t itemsize
+    int64_t key[3 * _CACHE_MAX_ND]
+    CopyPlan plan
+
+cdef _CacheEntry _cache[_CACHE_SLOTS]
+
+
+cdef void _plan_cache_clear() noexcept:
+    cdef int i
+    for i in range(_CACHE_SLOTS):
+        _cache[i].nd = -1
+
+
+_plan_cache_clear()
+
+
+cdef inline uint64_t _mix(uint64_t h, int64_t v) noexcept nogil:
+    h ^= <uint64_t>v
+    return h * <uint64_t>0x100000001b3ULL
+
+
+cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1:
+    """1 when two elements of the destination share memory (exact; spans fit int64)."""
+    cdef int flags = c_flags(nd, sizes, strides)
+    if flags & (FLAG_PACKED | FLAG_EMPTY):
+        return 0
+    if flags & FLAG_BROADCAST:
+        return 1
+    return c_overlaps(nd, sizes, strides)
+
+
+cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
+                   int64_t itemsize, CopyPlan* out) except -1:
+    """Plan a non-empty copy into *out (from the cache when it can); return 1 when the
+    destination overlaps itself (then *out is not filled), else 0."""
+    cdef uint64_t h = <uint64_t>0xcbf29ce484222325ULL
+    cdef _CacheEntry* e
+    cdef int i, overlapping
+    if nd > _CACHE_MAX_ND:
+        if _dst_overlaps(nd, sizes, dstr):
+            return 1
+        _plan_copy(out, nd, sizes, dstr, sstr, itemsize)
+        return 0
+    h = _mix(h, nd)
+    h = _mix(h, itemsize)
+    for i in range(nd):
+        h = _mix(_mix(_mix(h, sizes[i]), dstr[i]), sstr[i])
+    e = &_cache[(h >> 32) % _CACHE_SLOTS]
+    if e.nd == nd and e.itemsize == itemsize:
+        for i in range(nd):
+            if (e.key[3 * i] != sizes[i] or e.key[3 * i + 1] != dstr[i]
+                    or e.key[3 * i + 2] != sstr[i]):
+                break
+        else:
+            if e.dst_overlaps:
+                return 1
+            memcpy(out, &e.plan, sizeof(CopyPlan))
+            return 0
+    overlapping = _dst_overlaps(nd, sizes, dstr)
+    if not overlapping:
+        _plan_copy(&e.plan, nd, sizes, dstr, sstr, itemsize)
+        memcpy(out, &e.plan, sizeof(CopyPlan))
+    e.nd = nd
+    e.itemsize = itemsize
+    e.dst_overlaps = overlapping
+    for i in range(nd):
+        e.key[3 * i] = sizes[i]
+        e.key[3 * i + 1] = dstr[i]
+        e.key[3 * i + 2] = sstr[i]
+    return overlapping
+
+
+# ---- running a copy --------------------------------------------------------------------------
+
+cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                       int nthreads, const CopyPlan* plan) except -1:
+    """Run a planned, validated, non-empty copy; through a temporary when the memory overlaps.
+
+    Precondition: both byte spans fit int64 and the destination does not overlap itself.
+    """
+    cdef int64_t dlo, dhi, slo, shi, count = 0
+    cdef int64_t tstr[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef CopyPlan first, second
+    cdef char* tmp
+    c_span(nd, sizes, dstr, 0, &dlo, &dhi)
+    c_span(nd, sizes, sstr, 0, &slo, &shi)
+    # byte ranges [dst + dlo*isz, dst + (dhi+1)*isz) and the same for src
+    if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
+            or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
+        with nogil:
+            _execute(plan, dst, src, nthreads)
+        return 0
+    # Overlapping memory: stage the source in a packed temporary, in the destination's order,
+    # so that the result is exactly the source as it was before the call.
+    c_size(nd, sizes, &count)
+    c_physical_order(nd, sizes, dstr, order)
+    c_packed_strides(nd, sizes, order, NULL, tstr)
+    tmp = <char*>PyMem_RawMalloc(<size_t>(count * itemsize))
+    if tmp == NULL:
+        raise MemoryError(f"no memory for a {count * itemsize}-byte temporary (the source and "
+                          f"destination overlap)")
+    try:
+        _plan_copy(&first, nd, sizes, tstr, sstr, itemsize)
+        _plan_copy(&second, nd, sizes, dstr, tstr, itemsize)
+        with nogil:
+            _execute(&first, tmp, src, nthreads)
+            _execute(&second, dst, tmp, nthreads)
+    finally:
+        PyMem_RawFree(tmp)
+    return 0
+
+
+cdef int _CORES = 1
+try:
+    _CORES = max(1, len(os.sched_getaffinity(0)))
+except (AttributeError, OSError):
+    _CORES = max(1, os.cpu_count() or 1)
+
+cdef enum:
+    _MAX_THREADS = 256
+
+
+cdef int _resolve_threads(object num_threads) except -1:
+    cdef int64_t v
+    if num_threads is None:
+        return max(1, min(strided_omp_max_threads(), _CORES))
+    v = _as_int64(num_threads, "num_threads")
+    if v < 1:
+        raise ValueError(f"num_threads must be >= 1, or None for the default, got {v}")
+    return <int>min(v, <int64_t>_MAX_THREADS)
+
+
+def resolve_threads(num_threads=None):
+    """The number of threads a copy may use.
+
+    ``None`` means the default: OpenMP's (``OMP_NUM_THREADS`` when set), but never more than
+    the cores this process may run on. An explicit count must be an integer >= 1 (counts above
+    256 are treated as 256). A serial build still accepts any count and uses one thread.
+
+    Raises
+    ------
+    TypeError
+        ``num_threads`` is not an integer (a bool included).
+    ValueError
+        ``num_threads`` < 1.
+    """
+    return _resolve_threads(num_threads)
+
+
+cdef int _byte_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t itemsize,
+                    str name) except -1:
+    """Check that every byte offset of a layout (element 0 at offset 0) fits int64."""
+    cdef int64_t lo, hi, b
+    if (c_span(nd, sizes, strides, 0, &lo, &hi) or checked_mul(lo, itemsize, &b)
+            or checked_mul(hi, itemsize, &b) or checked_add(b, itemsize, &b)):
+        raise OverflowError(
+            f"the byte offsets of {name} {_tuple(nd, strides)!r} with sizes "
+            f"{_tuple(nd, sizes)!r} and itemsize {itemsize} leave the signed 64-bit range"
+        )
+    return 0
+
+
+cdef size_t _address(object value, str name) except? 0:
+    cdef object v = value
+    if isinstance(value, bool) or type(value) is not int:
+        if isinstance(value, bool):
+            raise TypeError(f"{name} must be an integer address, not a bool ({value!r})")
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be an integer address, got "
+                            f"{type(value).__name__} {value!r}") from None
+    if v < 0 or v >= (<object>1 << (8 * sizeof(size_t))):
+        raise ValueError(f"{name} = {v} is not an address")
+    return <size_t>v
+
+
+def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, itemsize,
+                num_threads=None):
+    """Copy a strided tensor between raw addresses (element strides; no bounds checks).
+
+    Element ``index`` is read at ``src_address + dot(index, src_strides) * itemsize`` and
+    written at ``dst_address + dot(index, dst_strides) * itemsize``. Like ``memmove``, this
+    trusts the caller that both layouts lie inside memory it owns; the public
+    :func:`strided.copyto` checks that first. When the two byte ranges intersect, the source is
+    staged in a temporary, so the destination always ends up holding the source's values as
+    they were before the call.
+
+    Raises
+    ------
+    TypeError
+        A non-integer argument.
+    ValueError
+        Negative sizes, mismatched ranks, itemsize < 1, a NULL address for a non-empty copy,
+        num_threads < 1, or a destination whose elements overlap each other (checked before
+        anything is written).
+    OverflowError
+        A byte offset of either layout leaves int64.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t isz, count
+    cdef int nd, n, nthreads
+    cdef size_t dptr, sptr
+    cdef CopyPlan plan
+    nd = _load(sizes, "sizes", sz, True)
+    n = _load(dst_strides, "dst_strides", dst, False)
+    if n != nd:
+        raise ValueError(f"dst_strides has {_count(n)} but sizes has {_count(nd)}: they must match")
+    n = _load(src_strides, "src_strides", src, False)
+    if n != nd:
+        raise ValueError(f"src_strides has {_count(n)} but sizes has {_count(nd)}: they must match")
+    isz = _as_int64(itemsize, "itemsize")
+    if isz < 1:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    nthreads = _resolve_threads(num_threads)
+    dptr = _address(dst_address, "dst_address") if dst_address != 0 else 0
+    sptr = _address(src_address, "src_address") if src_address != 0 else 0
+    if c_size(nd, sz, &count):
+        raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
+    _byte_span(nd, sz, dst, isz, "dst_strides")
+    _byte_span(nd, sz, src, isz, "src_strides")
+    if count == 0:
+        return
+    if dptr == 0 or sptr == 0:
+        raise ValueError(f"{'dst_address' if dptr == 0 else 'src_address'} is NULL (0) but "
+                         f"the copy has {count} elements")
+    if _get_plan(nd, sz, dst, src, isz, &plan):
+        raise ValueError(
+            f"the destination overlaps itself: two of its elements share memory (dst_strides "
+            f"{_tuple(nd, dst)!r}, sizes {_tuple(nd, sz)!r}), so a copy into it is ambiguous"
+        )
+    _copy_planned(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, nthreads, &plan)
+
+
+cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
+
+
+cdef int _buffer_layout(Py_buffer* view, int64_t* sizes, int64_t* strides) except -1:
+    """Element sizes and strides of a buffer; 1 when a stride is not whole elements."""
+    cdef int i
+    cdef int order[MAX_NDIM]
+    cdef int64_t count = 1
+    for i in range(view.ndim):
+        sizes[i] = view.shape[i]
+        count *= sizes[i]
+        order[i] = i
+    if view.strides == NULL:
+        c_packed_strides(view.ndim, sizes, order, NULL, strides)
+        return 0
+    for i in range(view.ndim):
+        if view.strides[i] % view.itemsize == 0:
+            strides[i] = view.strides[i] // view.itemsize
+        elif sizes[i] <= 1 or count == 0:
+            strides[i] = 0
+        else:
+            return 1
+    return 0
+
+
+def copyto_buffers(dst, src, num_threads=None):
+    """Copy between two buffer-protocol objects (numpy arrays, memoryviews, bytearrays).
+
+    The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
+    False, having written nothing, whenever it cannot decide alone: an object without a buffer,
+    different formats, itemsizes or shapes, a read-only or self-overlapping destination, object
+    references (format ``O``), strides in fractions of an item. The caller then takes the slow
+    path, which explains the refusal. Only a bad ``num_threads`` raises here.
+    """
+    cdef Py_buffer dv, sv
+    cdef bint have_d = False, have_s = False
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dstr[MAX_NDIM]
+    cdef int64_t sstr[MAX_NDIM]
+    cdef int64_t count = 1
+    cdef const char* fd
+    cdef const char* fs
+    cdef int i, nd, nthreads = _resolve_threads(num_threads)
+    cdef CopyPlan plan
+    try:
+        try:
+            PyObject_GetBuffer(dst, &dv, PyBUF_RECORDS_RO)
+            have_d = True
+            PyObject_GetBuffer(src, &sv, PyBUF_RECORDS_RO)
+            have_s = True
+        except Exception:
+            return False
+        nd = dv.ndim
+        if dv.readonly or nd != sv.ndim or dv.itemsize != sv.itemsize or dv.itemsize < 1:
+            return False
+        fd = _FORMAT_B
+        if dv.format != NULL:
+            fd = dv.format
+        fs = _FORMAT_B
+        if sv.format != NULL:
+            fs = sv.format
+        if strcmp(fd, fs) != 0 or strchr(fd, c'O') != NULL:
+            return False
+        for i in range(nd):
+            if dv.shape[i] != sv.shape[i]:
+                return False
+            count *= dv.shape[i]
+        if _buffer_layout(&dv, sz, dstr) or _buffer_layout(&sv, sz, sstr):
+            return False
+        if count == 0:
+            return True
+        if _get_plan(nd, sz, dstr, sstr, dv.itemsize, &plan):
+            return False
+        _copy_planned(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr, dv.itemsize,
+                      nthreads, &plan)
+        return True
+    finally:
+        if have_s:
+            PyBuffer_Release(&sv)
+        if have_d:
+            PyBuffer_Release(&dv)
