@@ -54,20 +54,62 @@ typedef struct { uint64_t lo, hi; } st_t16;
 #pragma pack(pop)
 #endif
 
-enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };
+enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below */
+
+/* ---- contiguous rows, optionally with non-temporal stores --------------------------------- */
+/* Streaming stores skip the read-for-ownership of each destination line, which is a third of
+ * the memory traffic of a large copy; they are used only for copies far larger than the cache
+ * (the planner decides) and only on whole, 64-byte-aligned lines: the ragged head and tail of
+ * a row are ordinary stores. */
+ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
+{
+#if ST_HAVE_SSE2
+    if (nt && n >= 128) {
+        size_t head = (size_t)(-(uintptr_t)d) & 63;
+        if (head) {
+            memcpy(d, s, head);
+            d += head; s += head; n -= head;
+        }
+        for (; n >= 64; n -= 64, d += 64, s += 64) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+            __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+            __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+            _mm_stream_si128((__m128i *)(void *)d, v0);
+            _mm_stream_si128((__m128i *)(void *)(d + 16), v1);
+            _mm_stream_si128((__m128i *)(void *)(d + 32), v2);
+            _mm_stream_si128((__m128i *)(void *)(d + 48), v3);
+        }
+        if (n) memcpy(d, s, n);
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    memcpy(d, s, n);
+}
+
+/* Order this thread's streaming stores before whatever follows (the end of the copy). */
+static inline void st_store_fence(void)
+{
+#if ST_HAVE_SSE2
+    _mm_sfence();
+#endif
+}
 
 /* ---- copies of any strides -------------------------------------------------------------- */
 
 #define ST_DEFINE_COPY(T, NAME)                                                                \
 static void NAME(char *dst, st_idx dp, st_idx dq, const char *src, st_idx sp, st_idx sq,      \
-                 st_idx R, st_idx C)                                                          \
+                 st_idx R, st_idx C, int nt)                                                  \
 {                                                                                             \
     T *d = (T *)dst;                                                                          \
     const T *s = (const T *)src;                                                              \
     st_idx r, c;                                                                              \
     if (dq == 1 && sq == 1) {                                                                 \
         for (r = 0; r < R; r++)                                                               \
-            memcpy(d + r * dp, s + r * sp, (size_t)C * sizeof(T));                            \
+            st_store_row((char *)(d + r * dp), (const char *)(s + r * sp),                     \
+                         (size_t)C * sizeof(T), nt);                                          \
     } else if (dq == 1 && sq == 0) {                                                          \
         for (r = 0; r < R; r++) {                                                             \
             T v = s[r * sp];                                                                  \
@@ -250,11 +292,144 @@ ST_DEFINE_TRANSPOSE(st_t4, 4, st_micro_4, st_transpose_4)
 ST_DEFINE_TRANSPOSE(st_t8, 2, st_micro_8, st_transpose_8)
 ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16)
 
-/* One block of the plan (strides in elements of `itemsize` bytes, itemsize 1/2/4/8/16). */
-static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, st_idx dq,
-                                 const char *src, st_idx sp, st_idx sq, st_idx R, st_idx C)
+/* ---- transposed blocks through an L1 staging tile ---------------------------------------- */
+/* For blocks of at least one micro-tile each way. The source's rows are consumed whole lines
+ * at a time (micro-tiles walk down the source's unit dim), the transposed micro-tiles land in
+ * a dense stack tile, and the tile's rows are then written out as contiguous runs. Neither side
+ * ever keeps a partly used line waiting in L1, so strides that alias in the cache (powers of
+ * two) cost nothing, and the destination is written in whole lines, streaming when asked. */
+#define ST_TILE_BUF 16384
+
+#define ST_DEFINE_BUFFERED(T, M, MICRO, NAME)                                                 \
+static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C,       \
+                 int nt)                                                                      \
+{                                                                                             \
+    union { T t[ST_TILE_BUF / sizeof(T)]; uint64_t align_; } u_;                             \
+    T *buf = u_.t;                                                                            \
+    T *d = (T *)dst;                                                                          \
+    const T *s = (const T *)src;                                                              \
+    st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
+    for (c0 = 0; c0 < cf; c0 += M)                                                            \
+        for (r0 = 0; r0 < rf; r0 += M)                                                        \
+            MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);      \
+    for (c = 0; c < cf; c++)                                                                  \
+        for (r = rf; r < R; r++) buf[r * C + c] = s[r + c * sq];                              \
+    for (c = cf; c < C; c++)                                                                  \
+        for (r = 0; r < R; r++) buf[r * C + c] = s[r + c * sq];                               \
+    for (r = 0; r < R; r++)                                                                   \
+        st_store_row((char *)(d + r * dp), (const char *)(buf + r * C),                       \
+                     (size_t)C * sizeof(T), nt);                                              \
+}
+
+ST_DEFINE_BUFFERED(st_t1, 16, st_micro_1, st_tbuf_1)
+ST_DEFINE_BUFFERED(st_t2, 8, st_micro_2, st_tbuf_2)
+ST_DEFINE_BUFFERED(st_t4, 4, st_micro_4, st_tbuf_4)
+ST_DEFINE_BUFFERED(st_t8, 2, st_micro_8, st_tbuf_8)
+ST_DEFINE_BUFFERED(st_t16, 1, st_micro_16, st_tbuf_16)
+
+/* ---- byte planes into dense pixels: C = 2, 3, 4 (RGB, RGBA, NCHW4 lanes) ------------------ */
+/* dst[r * C + c] = src[r + c * sq]. 16 pixels per step: C = 2 and 4 interleave with SSE2
+ * unpacks; C = 3 needs byte shuffles (SSSE3), chosen at run time, so the wheel still runs on
+ * any x86-64. Returns the number of pixels done; the caller finishes the tail. */
+#if ST_HAVE_SSE2 && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <tmmintrin.h>
+#define ST_HAVE_SSSE3_DISPATCH 1
+
+__attribute__((target("ssse3")))
+static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx R)
 {
+    /* mask[3 * v + ch], byte k: output byte 16v + k holds pixel (16v + k) / 3, channel
+     * (16v + k) % 3; -1 (high bit set) zeroes the byte */
+    const __m128i mask[9] = {
+        _mm_setr_epi8(0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5),
+        _mm_setr_epi8(-1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1),
+        _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1),
+        _mm_setr_epi8(-1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10, -1),
+        _mm_setr_epi8(5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10),
+        _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1),
+        _mm_setr_epi8(-1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1, -1),
+        _mm_setr_epi8(-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1),
+        _mm_setr_epi8(10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15),
+    };
+    st_idx r;
+    int v;
+    for (r = 0; r + 16 <= R; r += 16) {
+        __m128i p0 = ST_LOADU(s + r), p1 = ST_LOADU(s + sq + r), p2 = ST_LOADU(s + 2 * sq + r);
+        for (v = 0; v < 3; v++)
+            ST_STOREU(d + 3 * r + 16 * v,
+                      _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(p0, mask[3 * v]),
+                                                _mm_shuffle_epi8(p1, mask[3 * v + 1])),
+                                   _mm_shuffle_epi8(p2, mask[3 * v + 2])));
+    }
+    return r;
+}
+
+static int st_has_ssse3(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("ssse3") ? 1 : 0;
+    }
+    return known;
+}
+#else
+#define ST_HAVE_SSSE3_DISPATCH 0
+#endif
+
+static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, st_idx C)
+{
+    st_idx r = 0;
+#if ST_HAVE_SSE2
+    if (C == 2) {
+        for (; r + 16 <= R; r += 16) {
+            __m128i a = ST_LOADU(s + r), b = ST_LOADU(s + sq + r);
+            ST_STOREU(d + 2 * r, _mm_unpacklo_epi8(a, b));
+            ST_STOREU(d + 2 * r + 16, _mm_unpackhi_epi8(a, b));
+        }
+    } else if (C == 4) {
+        for (; r + 16 <= R; r += 16) {
+            __m128i a = ST_LOADU(s + r), b = ST_LOADU(s + sq + r);
+            __m128i c = ST_LOADU(s + 2 * sq + r), e = ST_LOADU(s + 3 * sq + r);
+            __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+            __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+            ST_STOREU(d + 4 * r, _mm_unpacklo_epi16(ab0, ce0));
+            ST_STOREU(d + 4 * r + 16, _mm_unpackhi_epi16(ab0, ce0));
+            ST_STOREU(d + 4 * r + 32, _mm_unpacklo_epi16(ab1, ce1));
+            ST_STOREU(d + 4 * r + 48, _mm_unpackhi_epi16(ab1, ce1));
+        }
+    }
+#endif
+#if ST_HAVE_SSSE3_DISPATCH
+    if (C == 3 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, R);
+#endif
+    return r;
+}
+
+/* One block of the plan (strides in elements of `itemsize` bytes, itemsize 1/2/4/8/16).
+ * ST_BLOCK_TBUF blocks fit the staging tile and span a micro-tile each way. */
+enum { ST_BLOCK_TBUF = 2 };
+
+static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, st_idx dq,
+                                 const char *src, st_idx sp, st_idx sq, st_idx R, st_idx C,
+                                 int nt)
+{
+    if (kind == ST_BLOCK_TBUF) {
+        switch (itemsize) {
+            case 1: st_tbuf_1(dst, dp, src, sq, R, C, nt); return;
+            case 2: st_tbuf_2(dst, dp, src, sq, R, C, nt); return;
+            case 4: st_tbuf_4(dst, dp, src, sq, R, C, nt); return;
+            case 8: st_tbuf_8(dst, dp, src, sq, R, C, nt); return;
+            default: st_tbuf_16(dst, dp, src, sq, R, C, nt); return;
+        }
+    }
     if (kind == ST_BLOCK_TRANSPOSE) {
+        if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {
+            st_idx done = st_interleave_bytes(dst, src, sq, R, C);
+            dst += done * C;
+            src += done;
+            R -= done;
+        }
         switch (itemsize) {
             case 1: st_transpose_1(dst, dp, src, sq, R, C); return;
             case 2: st_transpose_2(dst, dp, src, sq, R, C); return;
@@ -264,11 +439,11 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
         }
     }
     switch (itemsize) {
-        case 1: st_copy_1(dst, dp, dq, src, sp, sq, R, C); return;
-        case 2: st_copy_2(dst, dp, dq, src, sp, sq, R, C); return;
-        case 4: st_copy_4(dst, dp, dq, src, sp, sq, R, C); return;
-        case 8: st_copy_8(dst, dp, dq, src, sp, sq, R, C); return;
-        default: st_copy_16(dst, dp, dq, src, sp, sq, R, C); return;
+        case 1: st_copy_1(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        case 2: st_copy_2(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        case 4: st_copy_4(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        case 8: st_copy_8(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        default: st_copy_16(dst, dp, dq, src, sp, sq, R, C, nt); return;
     }
 }
 

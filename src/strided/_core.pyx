@@ -1651,9 +1651,12 @@ cdef extern from "_copy_kernels.h":
     enum:
         ST_BLOCK_COPY
         ST_BLOCK_TRANSPOSE
+        ST_BLOCK_TBUF
+        ST_TILE_BUF
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
-                       Py_ssize_t R, Py_ssize_t C) noexcept nogil
+                       Py_ssize_t R, Py_ssize_t C, int nt) noexcept nogil
+    void st_store_fence() noexcept nogil
 
 from cython.parallel cimport parallel
 from libc.string cimport memcmp, memcpy, memset, strchr, strcmp
@@ -1663,7 +1666,8 @@ from cpython.exc cimport PyErr_Clear
 import os
 
 ctypedef struct CopyPlan:
-    int kind                   # ST_BLOCK_COPY or ST_BLOCK_TRANSPOSE
+    int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
+    int nt                     # 1: write whole lines with non-temporal stores
     int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
     int nouter                 # outer dims, outermost first (strides in units)
     int64_t n[MAX_NDIM]
@@ -1681,12 +1685,15 @@ ctypedef struct CopyPlan:
 cdef int64_t _TILE_BYTES = 256          # a transpose tile's row, in each layout
 cdef int64_t _BLOCK_BYTES = 64 * 1024   # a copy block's bytes
 cdef int64_t _THREAD_BYTES = 256 * 1024  # each extra thread needs this many bytes of work
+cdef int64_t _NT_BYTES = 32 * 1024 * 1024  # copies this large write with streaming stores
 
 
-def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None):
+def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None):
     """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
-    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES
-    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES)
+    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES
+    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES)
+    if nt_bytes is not None:
+        _NT_BYTES = int(nt_bytes)
     if tile_bytes is not None:
         _TILE_BYTES = max(16, int(tile_bytes))
     if block_bytes is not None:
@@ -1804,11 +1811,16 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
     cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
+    cdef int64_t room = ST_TILE_BUF // P.unit
     cdef int i
+    P.nt = _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
     if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
-        tile = max(micro, _TILE_BYTES // P.unit)
-        P.BR = min(P.R, tile)
+        # a staging tile of at most ST_TILE_BUF bytes, square unless one side is short
+        P.kind = ST_BLOCK_TBUF
+        tile = max(micro, min(_TILE_BYTES // P.unit, <int64_t>sqrt(<double>room)))
+        tile -= tile % micro
         P.BC = min(P.C, tile)
+        P.BR = min(P.R, room // P.BC)
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C < micro:
         # interleaving a few source planes into short destination rows
         P.BC = P.C
@@ -1847,9 +1859,11 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
         st_copy_block(P.kind, P.unit,
                       dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
                       src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
-                      min(P.BR, P.R - r0), min(P.BC, P.C - c0))
+                      min(P.BR, P.R - r0), min(P.BC, P.C - c0), P.nt)
         item += 1
         if item >= hi:
+            if P.nt:
+                st_store_fence()
             return
         bc += 1
         if bc < P.nbc:
