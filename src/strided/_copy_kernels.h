@@ -364,6 +364,35 @@ static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx R)
     return r;
 }
 
+/* The inverse: dense pixels of K = 2, 3, 4 bytes into K planes, 16 pixels per step:
+ * dst[k * dp + c] = src[c * K + k]. Plane k gathers byte 16v + j of input vector v when
+ * 16v + j = K * pixel + k: one shuffle per (vector, plane), OR-ed together. */
+__attribute__((target("ssse3")))
+static st_idx st_planes_ssse3(char *d, st_idx dp, const char *s, st_idx K, st_idx C)
+{
+    __m128i mask[4][4], in[4];
+    st_idx c;
+    int v, k, j;
+    for (v = 0; v < K; v++)
+        for (k = 0; k < K; k++) {
+            char m[16];
+            for (j = 0; j < 16; j++) {      /* output byte j is pixel j: input byte K*j + k */
+                int at = (int)K * j + k;
+                m[j] = (at / 16 == v) ? (char)(at % 16) : (char)0x80;
+            }
+            mask[v][k] = _mm_loadu_si128((const __m128i *)(const void *)m);
+        }
+    for (c = 0; c + 16 <= C; c += 16) {
+        for (v = 0; v < K; v++) in[v] = ST_LOADU(s + c * K + 16 * v);
+        for (k = 0; k < K; k++) {
+            __m128i acc = _mm_shuffle_epi8(in[0], mask[0][k]);
+            for (v = 1; v < K; v++) acc = _mm_or_si128(acc, _mm_shuffle_epi8(in[v], mask[v][k]));
+            ST_STOREU(d + k * dp + c, acc);
+        }
+    }
+    return c;
+}
+
 static int st_has_ssse3(void)
 {
     static int known = -1;
@@ -424,6 +453,14 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
         }
     }
     if (kind == ST_BLOCK_TRANSPOSE) {
+#if ST_HAVE_SSSE3_DISPATCH
+        if (itemsize == 1 && sq == R && R >= 2 && R <= 4 && st_has_ssse3()) {
+            st_idx done = st_planes_ssse3(dst, dp, src, R, C);
+            dst += done;
+            src += done * R;
+            C -= done;
+        }
+#endif
         if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {
             st_idx done = st_interleave_bytes(dst, src, sq, R, C);
             dst += done * C;

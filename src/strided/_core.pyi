@@ -90,4 +90,5 @@ def _tune(
     tile_bytes: int | None = None,
     block_bytes: int | None = None,
     thread_bytes: int | None = None,
-) -> tuple[int, int, int]: ...
+    nt_bytes: int | None = None,
+) -> tuple[int, int, int, int]: ...

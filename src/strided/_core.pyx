@@ -18,6 +18,9 @@ from libc.stdint cimport (
 )
 from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcpy, strchr, strcmp
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from cython.parallel cimport parallel
 
 from strided._openmp cimport (
     STRIDED_OPENMP_ENABLED, strided_omp_max_threads, strided_omp_num_threads,
@@ -25,6 +28,7 @@ from strided._openmp cimport (
 )
 
 import operator
+import os
 
 cdef extern from *:
     """
@@ -1657,13 +1661,6 @@ cdef extern from "_copy_kernels.h":
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
                        Py_ssize_t R, Py_ssize_t C, int nt) noexcept nogil
     void st_store_fence() noexcept nogil
-
-from cython.parallel cimport parallel
-from libc.string cimport memcmp, memcpy, memset, strchr, strcmp
-from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
-from cpython.exc cimport PyErr_Clear
-
-import os
 
 ctypedef struct CopyPlan:
     int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
