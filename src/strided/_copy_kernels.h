@@ -61,13 +61,45 @@ enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below 
  * the memory traffic of a large copy; they are used only for copies far larger than the cache
  * (the planner decides) and only on whole, 64-byte-aligned lines: the ragged head and tail of
  * a row are ordinary stores. */
+/* A short run (a tile row, a small image row): inline vector moves, since a call to memcpy
+ * costs as much as moving a few hundred bytes. The source and destination never overlap
+ * here (overlapping copies go through a temporary), so the tail may re-store a few bytes. */
+ST_INLINE void st_copy_run(char *d, const char *s, size_t n)
+{
+    size_t i;
+    uint64_t a, b;
+#if ST_HAVE_SSE2
+    if (n >= 16) {
+        for (i = 0; i + 16 <= n; i += 16)
+            _mm_storeu_si128((__m128i *)(void *)(d + i),
+                             _mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+        if (i < n)
+            _mm_storeu_si128((__m128i *)(void *)(d + n - 16),
+                             _mm_loadu_si128((const __m128i *)(const void *)(s + n - 16)));
+        return;
+    }
+#endif
+    if (n >= 8) {
+        for (i = 0; i + 8 <= n; i += 8) {
+            memcpy(&a, s + i, 8);
+            memcpy(d + i, &a, 8);
+        }
+        if (i < n) {
+            memcpy(&b, s + n - 8, 8);
+            memcpy(d + n - 8, &b, 8);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) d[i] = s[i];
+}
+
 ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
 {
 #if ST_HAVE_SSE2
     if (nt && n >= 128) {
         size_t head = (size_t)(-(uintptr_t)d) & 63;
         if (head) {
-            memcpy(d, s, head);
+            st_copy_run(d, s, head);
             d += head; s += head; n -= head;
         }
         for (; n >= 64; n -= 64, d += 64, s += 64) {
@@ -80,13 +112,16 @@ ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
             _mm_stream_si128((__m128i *)(void *)(d + 32), v2);
             _mm_stream_si128((__m128i *)(void *)(d + 48), v3);
         }
-        if (n) memcpy(d, s, n);
+        if (n) st_copy_run(d, s, n);
         return;
     }
 #else
     (void)nt;
 #endif
-    memcpy(d, s, n);
+    if (n <= 512)
+        st_copy_run(d, s, n);
+    else
+        memcpy(d, s, n);
 }
 
 /* Order this thread's streaming stores before whatever follows (the end of the copy). */
@@ -94,6 +129,34 @@ static inline void st_store_fence(void)
 {
 #if ST_HAVE_SSE2
     _mm_sfence();
+#endif
+}
+
+/* Fill n elements of `size` bytes at d with the element at v. With nt, whole aligned lines
+ * are streamed from a 64-byte pattern (64 is a multiple of every typed size; d must be
+ * element-aligned so that lines start on an element). */
+ST_INLINE int st_fill_stream(char *d, const char *v, size_t size, size_t n)
+{
+#if ST_HAVE_SSE2
+    union { char b[64]; __m128i x[4]; } pat;
+    size_t i, bytes = size * n, head;
+    if (bytes < 256 || ((uintptr_t)d % size) != 0)
+        return 0;
+    for (i = 0; i < 64; i += size) memcpy(pat.b + i, v, size);
+    head = (size_t)(-(uintptr_t)d) & 63;
+    memcpy(d, pat.b, head);
+    d += head; bytes -= head;
+    for (; bytes >= 64; bytes -= 64, d += 64) {
+        _mm_stream_si128((__m128i *)(void *)d, pat.x[0]);
+        _mm_stream_si128((__m128i *)(void *)(d + 16), pat.x[1]);
+        _mm_stream_si128((__m128i *)(void *)(d + 32), pat.x[2]);
+        _mm_stream_si128((__m128i *)(void *)(d + 48), pat.x[3]);
+    }
+    memcpy(d, pat.b, bytes);
+    return 1;
+#else
+    (void)d; (void)v; (void)size; (void)n;
+    return 0;
 #endif
 }
 
@@ -114,6 +177,9 @@ static void NAME(char *dst, st_idx dp, st_idx dq, const char *src, st_idx sp, st
         for (r = 0; r < R; r++) {                                                             \
             T v = s[r * sp];                                                                  \
             T *o = d + r * dp;                                                                \
+            if (nt && st_fill_stream((char *)o, (const char *)(s + r * sp), sizeof(T),        \
+                                     (size_t)C))                                              \
+                continue;                                                                     \
             for (c = 0; c < C; c++) o[c] = v;                                                 \
         }                                                                                     \
     } else if (dq == 1) {                                                                     \
@@ -298,24 +364,37 @@ ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16)
  * a dense stack tile, and the tile's rows are then written out as contiguous runs. Neither side
  * ever keeps a partly used line waiting in L1, so strides that alias in the cache (powers of
  * two) cost nothing, and the destination is written in whole lines, streaming when asked. */
-#define ST_TILE_BUF 16384
+#define ST_TILE_BUF 65536
 
 #define ST_DEFINE_BUFFERED(T, M, MICRO, NAME)                                                 \
 static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C,       \
                  int nt)                                                                      \
 {                                                                                             \
     union { T t[ST_TILE_BUF / sizeof(T)]; uint64_t align_; } u_;                             \
-    T *buf = u_.t;                                                                            \
     T *d = (T *)dst;                                                                          \
     const T *s = (const T *)src;                                                              \
+    T *buf = dp == C && C * (st_idx)sizeof(T) <= 64 ? d : u_.t;                               \
     st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
-    for (c0 = 0; c0 < cf; c0 += M)                                                            \
+    if (buf == d) {                                                                           \
+        /* destination rows of at most one line, back to back: write them in order */       \
         for (r0 = 0; r0 < rf; r0 += M)                                                        \
-            MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);      \
+            for (c0 = 0; c0 < cf; c0 += M)                                                    \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+    } else {                                                                                  \
+        for (c0 = 0; c0 < cf; c0 += M)                                                        \
+            for (r0 = 0; r0 < rf; r0 += M)                                                    \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+    }                                                                                         \
     for (c = 0; c < cf; c++)                                                                  \
         for (r = rf; r < R; r++) buf[r * C + c] = s[r + c * sq];                              \
     for (c = cf; c < C; c++)                                                                  \
         for (r = 0; r < R; r++) buf[r * C + c] = s[r + c * sq];                               \
+    if (buf == d)                                                                             \
+        return;                                                                               \
+    if (dp == C) {   /* the block is one contiguous run of the destination */                 \
+        st_store_row(dst, (const char *)buf, (size_t)(R * C) * sizeof(T), nt);                \
+        return;                                                                               \
+    }                                                                                         \
     for (r = 0; r < R; r++)                                                                   \
         st_store_row((char *)(d + r * dp), (const char *)(buf + r * C),                       \
                      (size_t)C * sizeof(T), nt);                                              \

@@ -91,4 +91,6 @@ def _tune(
     block_bytes: int | None = None,
     thread_bytes: int | None = None,
     nt_bytes: int | None = None,
-) -> tuple[int, int, int, int]: ...
+    staged: bool | None = None,
+    stage_bytes: int | None = None,
+) -> tuple[int, int, int, int, bool, int]: ...

@@ -1683,12 +1683,22 @@ cdef int64_t _TILE_BYTES = 256          # a transpose tile's row, in each layout
 cdef int64_t _BLOCK_BYTES = 64 * 1024   # a copy block's bytes
 cdef int64_t _THREAD_BYTES = 256 * 1024  # each extra thread needs this many bytes of work
 cdef int64_t _NT_BYTES = 32 * 1024 * 1024  # copies this large write with streaming stores
+cdef bint _STAGED = True   # transposes through the staging tile (False: in place, for comparison)
+cdef int64_t _STAGE_BYTES = 16384   # the staging tile's size (at most ST_TILE_BUF) ...
+cdef int64_t _STAGE_BYTES_NARROW = 65536   # ... and for 1- and 2-byte items (longer runs)
 
 
-def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None):
+def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
+          stage_bytes=None):
     """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
-    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES
-    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES)
+    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
+    global _STAGE_BYTES_NARROW
+    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES)
+    if stage_bytes is not None:
+        _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
+        _STAGE_BYTES_NARROW = _STAGE_BYTES
+    if staged is not None:
+        _STAGED = bool(staged)
     if nt_bytes is not None:
         _NT_BYTES = int(nt_bytes)
     if tile_bytes is not None:
@@ -1808,13 +1818,19 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
     cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
-    cdef int64_t room = ST_TILE_BUF // P.unit
+    cdef int64_t room = (_STAGE_BYTES_NARROW if P.unit <= 2 else _STAGE_BYTES) // P.unit
     cdef int i
-    P.nt = _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
-    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
+    # Streaming stores pay off for long runs written in order (measured: large padded and
+    # broadcast copies), not for a transpose's scattered tile rows (measured slower).
+    P.nt = P.kind == ST_BLOCK_COPY and _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _STAGED:
+        tile = max(micro, _TILE_BYTES // P.unit)
+        P.BR = min(P.R, tile)
+        P.BC = min(P.C, tile)
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
         # a staging tile of at most ST_TILE_BUF bytes, square unless one side is short
         P.kind = ST_BLOCK_TBUF
-        tile = max(micro, min(_TILE_BYTES // P.unit, <int64_t>sqrt(<double>room)))
+        tile = max(micro, <int64_t>sqrt(<double>room))
         tile -= tile % micro
         P.BC = min(P.C, tile)
         P.BR = min(P.R, room // P.BC)
@@ -2140,8 +2156,8 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     if isz < 1:
         raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
     nthreads = _resolve_threads(num_threads)
-    dptr = _address(dst_address, "dst_address") if dst_address != 0 else 0
-    sptr = _address(src_address, "src_address") if src_address != 0 else 0
+    dptr = _address(dst_address, "dst_address")
+    sptr = _address(src_address, "src_address")
     if c_size(nd, sz, &count):
         raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
     _byte_span(nd, sz, dst, isz, "dst_strides")
@@ -2220,6 +2236,12 @@ def copyto_buffers(dst, src, num_threads=None):
         fs = _FORMAT_B
         if sv.format != NULL:
             fs = sv.format
+        # numpy writes unaligned arrays' formats with "=" (standard sizes, native order):
+        # for the single-character codes it uses, that is the same element as "@"/nothing
+        if fd[0] == c'=' or fd[0] == c'@':
+            fd += 1
+        if fs[0] == c'=' or fs[0] == c'@':
+            fs += 1
         if strcmp(fd, fs) != 0 or strchr(fd, c'O') != NULL:
             return False
         for i in range(nd):
