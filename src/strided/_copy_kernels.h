@@ -365,6 +365,9 @@ ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16)
  * ever keeps a partly used line waiting in L1, so strides that alias in the cache (powers of
  * two) cost nothing, and the destination is written in whole lines, streaming when asked. */
 #define ST_TILE_BUF 65536
+#ifndef ST_DIRECT_ROW
+#define ST_DIRECT_ROW 16   /* destination rows this short are written in place, in order */
+#endif
 
 #define ST_DEFINE_BUFFERED(T, M, MICRO, NAME)                                                 \
 static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C,       \
@@ -373,10 +376,10 @@ static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_
     union { T t[ST_TILE_BUF / sizeof(T)]; uint64_t align_; } u_;                             \
     T *d = (T *)dst;                                                                          \
     const T *s = (const T *)src;                                                              \
-    T *buf = dp == C && C * (st_idx)sizeof(T) <= 64 ? d : u_.t;                               \
+    T *buf = dp == C && C * (st_idx)sizeof(T) <= ST_DIRECT_ROW ? d : u_.t;                      \
     st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
     if (buf == d) {                                                                           \
-        /* destination rows of at most one line, back to back: write them in order */       \
+        /* one vector per destination row, rows back to back: write them in order */        \
         for (r0 = 0; r0 < rf; r0 += M)                                                        \
             for (c0 = 0; c0 < cf; c0 += M)                                                    \
                 MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \

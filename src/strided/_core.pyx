@@ -1683,22 +1683,21 @@ cdef int64_t _TILE_BYTES = 256          # a transpose tile's row, in each layout
 cdef int64_t _BLOCK_BYTES = 64 * 1024   # a copy block's bytes
 cdef int64_t _THREAD_BYTES = 256 * 1024  # each extra thread needs this many bytes of work
 cdef int64_t _NT_BYTES = 32 * 1024 * 1024  # copies this large write with streaming stores
-cdef bint _STAGED = True   # transposes through the staging tile (False: in place, for comparison)
-cdef int64_t _STAGE_BYTES = 16384   # the staging tile's size (at most ST_TILE_BUF) ...
-cdef int64_t _STAGE_BYTES_NARROW = 65536   # ... and for 1- and 2-byte items (longer runs)
+cdef int64_t _NOGIL_BYTES = 16 * 1024   # smaller copies keep the GIL (and one thread)
+# transposes through the staging tile: -1 when _staged() says so, 0 never, 1 always
+cdef int _STAGED = -1
+cdef int64_t _STAGE_BYTES = 65536   # the staging tile's size (at most ST_TILE_BUF)
 
 
 def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
           stage_bytes=None):
     """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
     global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
-    global _STAGE_BYTES_NARROW
     old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES)
     if stage_bytes is not None:
         _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
-        _STAGE_BYTES_NARROW = _STAGE_BYTES
     if staged is not None:
-        _STAGED = bool(staged)
+        _STAGED = -1 if staged == -1 else int(bool(staged))
     if nt_bytes is not None:
         _NT_BYTES = int(nt_bytes)
     if tile_bytes is not None:
@@ -1814,16 +1813,32 @@ cdef inline int64_t _abs64(int64_t v) noexcept nogil:
     return -v if v < 0 else v
 
 
+cdef bint _staged(const CopyPlan* P) noexcept nogil:
+    """Whether a transpose goes through the staging tile, by the destination's row bytes.
+
+    Measured at 64 MiB on 2 threads (benchmarks/bench_copy.py): staging wins when the
+    destination's rows are short (the tile then holds many whole rows: NCHW -> NHWC with
+    C <= 64 floats, NCHW32), and for 1-byte items also with rows of 0.5-2 KiB; tiling in place
+    with 256-byte tile rows wins on long rows (2-D transposes, C = 256).
+    """
+    cdef int64_t row = P.C * P.unit
+    if _STAGED >= 0:
+        return _STAGED
+    if P.unit >= 4:
+        return row <= 256
+    return row <= 128 or 512 < row <= 2048
+
+
 cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
     cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
-    cdef int64_t room = (_STAGE_BYTES_NARROW if P.unit <= 2 else _STAGE_BYTES) // P.unit
+    cdef int64_t room = _STAGE_BYTES // P.unit
     cdef int i
     # Streaming stores pay off for long runs written in order (measured: large padded and
     # broadcast copies), not for a transpose's scattered tile rows (measured slower).
     P.nt = P.kind == ST_BLOCK_COPY and _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
-    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _STAGED:
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P):
         tile = max(micro, _TILE_BYTES // P.unit)
         P.BR = min(P.R, tile)
         P.BC = min(P.C, tile)
@@ -1969,36 +1984,35 @@ cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) exc
 
 
 cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
-                   int64_t itemsize, CopyPlan* out) except -1:
-    """Plan a non-empty copy into *out (from the cache when it can); return 1 when the
-    destination overlaps itself (then *out is not filled), else 0."""
+                   int64_t itemsize, CopyPlan* scratch, const CopyPlan** out) except -1:
+    """Plan a non-empty copy; return 1 when the destination overlaps itself, else 0 and set
+    *out to the plan: a cache slot (valid until the next call: copy it before releasing the
+    GIL) or *scratch for ranks the cache does not hold."""
     cdef uint64_t h = <uint64_t>0xcbf29ce484222325ULL
     cdef _CacheEntry* e
     cdef int i, overlapping
     if nd > _CACHE_MAX_ND:
         if _dst_overlaps(nd, sizes, dstr):
             return 1
-        _plan_copy(out, nd, sizes, dstr, sstr, itemsize)
+        _plan_copy(scratch, nd, sizes, dstr, sstr, itemsize)
+        out[0] = scratch
         return 0
     h = _mix(h, nd)
     h = _mix(h, itemsize)
     for i in range(nd):
         h = _mix(_mix(_mix(h, sizes[i]), dstr[i]), sstr[i])
     e = &_cache[(h >> 32) % _CACHE_SLOTS]
+    out[0] = &e.plan
     if e.nd == nd and e.itemsize == itemsize:
         for i in range(nd):
             if (e.key[3 * i] != sizes[i] or e.key[3 * i + 1] != dstr[i]
                     or e.key[3 * i + 2] != sstr[i]):
                 break
         else:
-            if e.dst_overlaps:
-                return 1
-            memcpy(out, &e.plan, sizeof(CopyPlan))
-            return 0
+            return e.dst_overlaps
     overlapping = _dst_overlaps(nd, sizes, dstr)
     if not overlapping:
         _plan_copy(&e.plan, nd, sizes, dstr, sstr, itemsize)
-        memcpy(out, &e.plan, sizeof(CopyPlan))
     e.nd = nd
     e.itemsize = itemsize
     e.dst_overlaps = overlapping
@@ -2021,15 +2035,19 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
     cdef int64_t dlo, dhi, slo, shi, count = 0
     cdef int64_t tstr[MAX_NDIM]
     cdef int order[MAX_NDIM]
-    cdef CopyPlan first, second
+    cdef CopyPlan first, second, own
     cdef char* tmp
     c_span(nd, sizes, dstr, 0, &dlo, &dhi)
     c_span(nd, sizes, sstr, 0, &slo, &shi)
     # byte ranges [dst + dlo*isz, dst + (dhi+1)*isz) and the same for src
     if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
             or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
+        if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
+            _execute(plan, dst, src, 1)
+            return 0
+        memcpy(&own, plan, sizeof(CopyPlan))   # the cache slot may change once the GIL is free
         with nogil:
-            _execute(plan, dst, src, nthreads)
+            _execute(&own, dst, src, nthreads)
         return 0
     # Overlapping memory: stage the source in a packed temporary, in the destination's order,
     # so that the result is exactly the source as it was before the call.
@@ -2144,7 +2162,8 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     cdef int64_t isz, count
     cdef int nd, n, nthreads
     cdef size_t dptr, sptr
-    cdef CopyPlan plan
+    cdef CopyPlan scratch
+    cdef const CopyPlan* plan
     nd = _load(sizes, "sizes", sz, True)
     n = _load(dst_strides, "dst_strides", dst, False)
     if n != nd:
@@ -2167,12 +2186,12 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     if dptr == 0 or sptr == 0:
         raise ValueError(f"{'dst_address' if dptr == 0 else 'src_address'} is NULL (0) but "
                          f"the copy has {count} elements")
-    if _get_plan(nd, sz, dst, src, isz, &plan):
+    if _get_plan(nd, sz, dst, src, isz, &scratch, &plan):
         raise ValueError(
             f"the destination overlaps itself: two of its elements share memory (dst_strides "
             f"{_tuple(nd, dst)!r}, sizes {_tuple(nd, sz)!r}), so a copy into it is ambiguous"
         )
-    _copy_planned(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, nthreads, &plan)
+    _copy_planned(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, nthreads, plan)
 
 
 cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
@@ -2218,7 +2237,8 @@ def copyto_buffers(dst, src, num_threads=None):
     cdef const char* fd
     cdef const char* fs
     cdef int i, nd, nthreads = _resolve_threads(num_threads)
-    cdef CopyPlan plan
+    cdef CopyPlan scratch
+    cdef const CopyPlan* plan
     try:
         try:
             PyObject_GetBuffer(dst, &dv, PyBUF_RECORDS_RO)
@@ -2252,10 +2272,10 @@ def copyto_buffers(dst, src, num_threads=None):
             return False
         if count == 0:
             return True
-        if _get_plan(nd, sz, dstr, sstr, dv.itemsize, &plan):
+        if _get_plan(nd, sz, dstr, sstr, dv.itemsize, &scratch, &plan):
             return False
         _copy_planned(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr, dv.itemsize,
-                      nthreads, &plan)
+                      nthreads, plan)
         return True
     finally:
         if have_s:
