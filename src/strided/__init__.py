@@ -24,6 +24,7 @@ from strided.layout import Layout, buffer_size, offset_of
 
 if TYPE_CHECKING:
     from strided import interop
+    from strided.copy import copyto, from_blocked, relayout, to_blocked
     from strided.interop import layout_of, view
 
 __version__ = "0.1.0"
@@ -33,25 +34,37 @@ __all__ = [
     "Layout",
     "LayoutIndexError",
     "buffer_size",
+    "copyto",
+    "from_blocked",
     "interop",
     "layout_of",
     "offset_of",
     "openmp_enabled",
     "packed_strides",
+    "relayout",
+    "to_blocked",
     "view",
 ]
 
-# The interop layer imports numpy; layout arithmetic needs nothing but the core. So it is
-# loaded on first use (PEP 562), and `import strided` stays light.
-_LAZY = {"interop", "layout_of", "view"}
+# The interop layer and the copy API import numpy; layout arithmetic needs nothing but the
+# core. So they are loaded on first use (PEP 562), and `import strided` stays light.
+_LAZY_INTEROP = {"interop", "layout_of", "view"}
+_LAZY_COPY = {"copyto", "relayout", "to_blocked", "from_blocked"}
+_LAZY = _LAZY_INTEROP | _LAZY_COPY
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _LAZY_INTEROP:
         import strided.interop
 
         # Bind all three here, so later look-ups are plain attribute reads.
         globals().update(layout_of=strided.interop.layout_of, view=strided.interop.view)
+        return globals()[name]
+    if name in _LAZY_COPY:
+        import strided.copy
+
+        # Bind all four here: `st.copyto` then costs a plain attribute read per call.
+        globals().update({lazy: getattr(strided.copy, lazy) for lazy in _LAZY_COPY})
         return globals()[name]
     raise AttributeError(f"module 'strided' has no attribute {name!r}")
 

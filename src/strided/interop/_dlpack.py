@@ -11,7 +11,7 @@ from strided.interop._numpy import ndarray_at, numpy_dtype
 from strided.interop._record import MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["Exporter", "describe", "view"]
+__all__ = ["Exporter", "describe", "from_host", "view"]
 
 # Devices whose data pointers are plain addresses, so an offset may be folded into the pointer.
 _ADDRESSABLE = {1, 2, 3, 10, 11, 13}     # CPU, CUDA, CUDA host, ROCm, ROCm host, CUDA managed
@@ -128,3 +128,21 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
         raise ValueError(f"{xp.__name__} cannot take this view without a copy: {refusal}; "
                          f"pass copy=None to copy")
     return xp.from_dlpack(_host_copy(record, layout))
+
+
+def from_host(like: Any, arr: np.ndarray) -> Any:
+    """``arr`` handed to like's library through its ``from_dlpack`` (which may copy it).
+
+    Raises
+    ------
+    ValueError
+        The library refuses the array (the message gives its reason).
+    """
+    xp = _namespace(like)
+    try:
+        return xp.from_dlpack(arr)
+    except (BufferError, ValueError, TypeError, RuntimeError, NotImplementedError) as exc:
+        raise ValueError(
+            f"{xp.__name__}.from_dlpack refused a host array of shape {arr.shape} and byte "
+            f"strides {arr.strides} ({exc})"
+        ) from None

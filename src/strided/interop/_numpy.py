@@ -10,7 +10,7 @@ from strided import _core
 from strided.interop._record import CPU, MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["describe", "describe_buffer", "ndarray_at", "numpy_dtype", "view"]
+__all__ = ["allocate", "describe", "describe_buffer", "ndarray_at", "numpy_dtype", "view"]
 
 # DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -102,3 +102,20 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     owner = record.owner            # always an ndarray here: describe_buffer wraps buffers
     arr = ndarray_at(record.ptr, layout, owner.dtype, readonly=not record.writeable, owner=owner)
     return arr.copy(order="K") if copy else arr
+
+
+def allocate(dtype: np.dtype, layout: Layout, order: tuple[int, ...] | None,
+             zero: bool) -> np.ndarray:
+    """A new writeable array of ``dtype`` laid out as ``layout`` (an array of its own memory).
+
+    With ``order`` (the layout is packed in that physical order, outermost first) it is a plain
+    array of the physical shape, transposed: numpy then reports exactly the layout's strides.
+    Without, a buffer of ``layout.nbytes`` bytes holds the layout's elements at its offsets.
+    ``zero``: fill with zeros (padding that must not hold stale memory), else uninitialised.
+    """
+    make = np.zeros if zero else np.empty
+    if order is not None:
+        physical = make(tuple(layout.sizes[axis] for axis in order), dtype)
+        return physical.transpose(tuple(order.index(axis) for axis in range(len(order))))
+    buffer = make(layout.nbytes // dtype.itemsize, dtype)
+    return ndarray_at(buffer.ctypes.data, layout, dtype, readonly=False, owner=buffer)

@@ -12,7 +12,7 @@ from typing import Any
 from strided.interop._record import MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["describe", "is_tensor", "view"]
+__all__ = ["allocate", "describe", "is_tensor", "view"]
 
 NO_DLPACK_DEVICE = (-1, 0)
 """The device of tensors DLPack has no code for (torch's ``meta`` device)."""
@@ -164,3 +164,37 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     if flip:
         return _flip(torch, out, flip)
     return out.clone() if copy else out
+
+
+def _memory_format(torch: Any, order: tuple[int, ...]) -> Any:
+    """torch's memory format for a packed physical order, when it has one."""
+    if order == tuple(range(len(order))):
+        return torch.contiguous_format
+    return {(0, 2, 3, 1): torch.channels_last,
+            (0, 2, 3, 4, 1): torch.channels_last_3d}.get(order)
+
+
+def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: bool) -> Any:
+    """A new tensor of like's dtype and device laid out as ``layout``.
+
+    With ``order`` (the layout is packed in that physical order) the tensor is made the way
+    torch makes its own: ``memory_format=torch.channels_last`` for NHWC, ``channels_last_3d``
+    for NDHWC, contiguous for row-major, ``empty_strided`` for any other order. Without, the
+    layout (offset and gaps included; no negative strides) is taken from a storage of
+    ``layout.nbytes`` bytes with ``as_strided``. ``zero``: fill with zeros.
+    """
+    torch = sys.modules["torch"]
+    options = {"dtype": like.dtype, "device": like.device}
+    if order is not None:
+        memory_format = _memory_format(torch, order)
+        out = None
+        if memory_format is not None:
+            out = torch.empty(layout.sizes, memory_format=memory_format, **options)
+        # torch strides an empty tensor its own way; any other difference means torch's
+        # format is not the layout asked for, so the strides are given explicitly.
+        if out is None or (out.numel() and out.stride() != layout.strides):
+            out = torch.empty_strided(layout.sizes, layout.strides, **options)
+        return out.zero_() if zero else out
+    make = torch.zeros if zero else torch.empty
+    storage = make(layout.nbytes // layout.itemsize, **options)
+    return torch.as_strided(storage, layout.sizes, layout.strides, layout.offset)

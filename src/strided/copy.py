@@ -1,0 +1,674 @@
+"""Copies between any two layouts: ``copyto``, ``relayout`` and the blocked channel formats.
+
+Every copy here ends in the compiled strided-copy kernel of :mod:`strided._core`, which plans
+the loops for both layouts (merging, reordering and tiling dimensions) and runs them without
+the GIL, on several threads when OpenMP is available. This module decides *whether* a copy may
+happen: it reads both arrays through :mod:`strided.interop`, refuses what cannot be copied
+exactly (before a single byte is written), and allocates results in the input's own library.
+
+torch tensors that are not on the CPU are copied by torch itself (``Tensor.copy_``).
+
+Examples
+--------
+>>> import numpy as np
+>>> import strided as st
+>>> x = np.arange(6, dtype=np.float32).reshape(1, 3, 1, 2)
+>>> y = st.relayout(x, "NHWC")
+>>> y.strides, np.array_equal(x, y)
+((24, 4, 24, 12), True)
+>>> st.to_blocked(x, "NCHW4")[0, 0, 0]
+array([[0., 2., 4., 0.],
+       [1., 3., 5., 0.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from strided import _core
+from strided._core import copyto_buffers as _copyto_buffers
+from strided.formats import BlockedFormat, parse_blocked, physical_order
+from strided.interop import _dlpack, _numpy, _torch, describe, view
+from strided.interop._record import MemoryRecord, check_view
+from strided.layout import Layout
+
+__all__ = ["copyto", "from_blocked", "relayout", "to_blocked"]
+
+# DLPack device types whose memory the CPU addresses directly: CPU, CUDA and ROCm pinned host.
+_HOST_DEVICES = frozenset({1, 3, 11})
+
+
+# --------------------------------------------------------------------------------------------
+# copyto
+# --------------------------------------------------------------------------------------------
+
+
+def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
+    """Copy the values of ``src`` into ``dst``: same sizes and dtype, any strides on both sides.
+
+    Element ``index`` of ``src`` is written to element ``index`` of ``dst``, whatever the two
+    layouts are (padded, permuted, reversed, broadcast source). When the two share memory the
+    result is still exactly a copy of ``src`` as it was before the call.
+
+    Parameters
+    ----------
+    dst : array
+        Writeable destination: a numpy array, a writeable buffer-protocol object
+        (``bytearray``, ...), a torch tensor or a DLPack / array-API array, in host memory.
+        Its elements must not overlap each other.
+    src : array
+        Source of the same sizes and dtype, of any supported library (numpy, bytes-like, torch,
+        DLPack): mixing libraries is fine.
+    num_threads : int, optional
+        Threads of the copy kernel (>= 1). Default: ``OMP_NUM_THREADS`` if set, else the
+        number of cores; small copies run on one thread whatever this says. Always 1 in a
+        build without OpenMP.
+
+    Raises
+    ------
+    TypeError
+        ``dst`` or ``src`` is not an array; the dtypes differ; either holds Python objects
+        (numpy dtype ``object``: copying references without their reference counts would
+        corrupt memory); ``num_threads`` is not an int.
+    ValueError
+        The sizes differ (no broadcasting: broadcast ``src`` first, e.g. with
+        ``np.broadcast_to``); ``dst`` is read-only, has a lazy torch conjugate / negative bit,
+        requires grad, or has elements that overlap each other; either array is not in host
+        memory (except for two torch tensors, which torch copies); ``num_threads < 1``.
+
+    Notes
+    -----
+    A torch tensor that ``src`` shows conjugated or negated lazily is resolved first (a
+    copy). A torch ``dst`` has its autograd version counter bumped, as any in-place torch op.
+    Two torch tensors of which one is not on the CPU are copied by ``dst.copy_(src)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import strided as st
+    >>> a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    >>> b = np.zeros((3, 2), dtype=np.int32).T       # column-major destination
+    >>> st.copyto(b, a)
+    >>> b
+    array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
+
+    The source and the destination may overlap; the result is a copy of the source as it was:
+
+    >>> r = np.arange(5)
+    >>> st.copyto(r[1:], r[:-1])
+    >>> r
+    array([0, 0, 1, 2, 3])
+
+    Everything is checked before anything is written:
+
+    >>> st.copyto(np.zeros((2, 3), np.float32), a)
+    Traceback (most recent call last):
+        ...
+    TypeError: dst has dtype float32 but src has dtype int32: copyto copies elements unchanged; ...
+    >>> st.copyto(np.zeros((3, 2), np.int32), a)
+    Traceback (most recent call last):
+        ...
+    ValueError: dst has shape (3, 2) but src has shape (2, 3): copyto needs the same sizes ...
+    """
+    # The fast path first and alone: buffer-protocol arrays (numpy) it can copy by itself.
+    if _copyto_buffers(dst, src, num_threads):
+        return
+    _copyto_checked(dst, src, num_threads)
+
+
+def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
+    """copyto through the interop layer: every check, then the core (or torch's copy_)."""
+    _core.resolve_threads(num_threads)      # a bad num_threads is an error even with no copy
+    if _torch.is_tensor(dst) and _torch.is_tensor(src) and _off_cpu(dst, src):
+        _torch_copy(dst, src)
+        return
+    dst_record = _destination(dst, "dst")
+    src_record = _host_record(src, "src")
+    _check_same_elements(dst_record, dst, src_record, src)
+    _check_no_self_overlap(dst_record.layout, "dst")
+    if dst_record.layout.size == 0:
+        return
+    src_record = _resolve_lazy(src, src_record)
+    _core.copy_memory(dst_record.ptr, src_record.ptr, dst_record.layout.sizes,
+                      dst_record.layout.strides, src_record.layout.strides,
+                      dst_record.layout.itemsize, num_threads)
+    _written(dst_record)
+
+
+def _off_cpu(*tensors: Any) -> bool:
+    return any(t.device.type != "cpu" for t in tensors)
+
+
+def _torch_copy(dst: Any, src: Any) -> None:
+    """Two torch tensors, one of them on an accelerator: torch's own copy, same checks."""
+    if dst.shape != src.shape:
+        raise ValueError(
+            f"dst has shape {tuple(dst.shape)} but src has shape {tuple(src.shape)}: copyto "
+            f"needs the same sizes (it does not broadcast)"
+        )
+    if dst.dtype != src.dtype:
+        raise TypeError(f"dst has dtype {dst.dtype} but src has dtype {src.dtype}: copyto "
+                        f"copies elements unchanged; convert src first (src.to(dst.dtype))")
+    dst.copy_(src)
+
+
+# ---- reading and checking both arrays --------------------------------------------------------
+
+
+def _describe(x: Any, name: str) -> MemoryRecord:
+    """describe(x), its errors naming the argument; quantized torch tensors are refused."""
+    if _torch.is_tensor(x) and x.is_quantized:
+        # Their bytes mean nothing without the quantizer (scale, zero point), which a byte
+        # copy neither compares nor carries over to a new tensor.
+        raise ValueError(
+            f"{name} is a quantized torch tensor ({x.dtype}): strided copies raw elements and "
+            f"cannot carry its quantizer; dequantize it first ({name}.dequantize())"
+        )
+    try:
+        return describe(x)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+
+
+def _host_record(x: Any, name: str) -> MemoryRecord:
+    """The record of an array whose elements may be copied by the CPU, byte for byte."""
+    record = _describe(x, name)
+    _refuse_objects(record, name)
+    if record.device[0] not in _HOST_DEVICES:
+        raise ValueError(
+            f"{name} is on device {_device_name(x, record)}, not in host memory: strided "
+            f"copies on the CPU (two torch tensors are copied by torch on any device); move "
+            f"it to the CPU first"
+        )
+    return record
+
+
+def _refuse_objects(record: MemoryRecord, name: str) -> None:
+    if record.library == "numpy" and record.owner.dtype.hasobject:
+        raise TypeError(
+            f"{name} holds Python objects (numpy dtype {record.owner.dtype}): strided copies "
+            f"raw memory, and copying references without their reference counts would corrupt "
+            f"it; use numpy's own copy (np.copyto) for object arrays"
+        )
+
+
+def _device_name(x: Any, record: MemoryRecord) -> str:
+    device = getattr(x, "device", None)
+    return f"{device} (DLPack device {record.device})" if device is not None else str(
+        record.device)
+
+
+def _destination(x: Any, name: str) -> MemoryRecord:
+    """The record of a destination the core may write: host memory, writeable, no lazy bit."""
+    record = _host_record(x, name)
+    if not record.writeable:
+        raise ValueError(f"{name} is read-only ({type(x).__name__}): copyto cannot write to it")
+    if record.lazy is not None:
+        raise ValueError(
+            f"{name} is a torch tensor with the lazy {record.lazy} bit set: its memory holds "
+            f"the {'conjugate' if record.lazy == 'conj' else 'negation'} of what it shows, so "
+            f"copying into it raw would store wrong values; write into a resolved tensor "
+            f"({name}.resolve_{record.lazy}()) instead"
+        )
+    if _torch.is_tensor(x) and x.requires_grad:
+        raise ValueError(
+            f"{name} requires grad: copyto writes its memory outside autograd; use "
+            f"{name}.copy_(src), which autograd records, or copy into {name}.detach()"
+        )
+    return record
+
+
+def _check_same_elements(dst_record: MemoryRecord, dst: Any, src_record: MemoryRecord,
+                         src: Any) -> None:
+    """Same sizes and the same element type, else the error naming both."""
+    dst_sizes, src_sizes = dst_record.layout.sizes, src_record.layout.sizes
+    if dst_sizes != src_sizes:
+        raise ValueError(
+            f"dst has shape {dst_sizes} but src has shape {src_sizes}: copyto needs the same "
+            f"sizes (it does not broadcast)"
+        )
+    if not _same_dtype(dst_record, src_record):
+        hint = ("src.astype(dst.dtype)" if src_record.library == "numpy"
+                else "src.to(dst.dtype)" if src_record.library == "torch"
+                else "xp.astype(src, dst.dtype)")
+        raise TypeError(
+            f"dst has dtype {_dtype_name(dst, dst_record)} but src has dtype "
+            f"{_dtype_name(src, src_record)}: copyto copies elements unchanged; convert src "
+            f"first (for {src_record.library}: {hint})"
+        )
+
+
+def _same_dtype(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Same element type: the DLPack dtypes when both have one, else the library's own dtypes.
+
+    A dtype without a DLPack equivalent (numpy's byte-swapped, structured, string or datetime
+    types; torch's float8 or quantized types) only matches the same dtype of the same library.
+    """
+    if a.layout.itemsize != b.layout.itemsize:
+        return False
+    if a.dtype is not None and b.dtype is not None:
+        return a.dtype == b.dtype
+    if a.library != b.library or a.library == "dlpack":
+        return False
+    return bool(a.owner.dtype == b.owner.dtype)
+
+
+def _dtype_name(x: Any, record: MemoryRecord) -> str:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None and record.library == "numpy":
+        dtype = record.owner.dtype          # a bytes-like object, read through numpy
+    return str(dtype) if dtype is not None else f"DLPack {record.dtype}"
+
+
+def _check_no_self_overlap(layout: Layout, name: str) -> None:
+    if layout.overlaps:
+        raise ValueError(
+            f"{name} has elements that overlap each other (sizes {layout.sizes}, element "
+            f"strides {layout.strides}): a copy into it would write some elements twice"
+        )
+
+
+def _resolve_lazy(x: Any, record: MemoryRecord) -> MemoryRecord:
+    """A torch source shown conjugated or negated: its resolved copy, which holds the values."""
+    if record.lazy is None:
+        return record
+    return describe(x.resolve_conj().resolve_neg())
+
+
+def _written(record: MemoryRecord) -> None:
+    """Tell torch that a tensor was written, as its own in-place ops do (autograd checks it)."""
+    if record.library == "torch":
+        sys.modules["torch"].autograd.graph.increment_version(record.owner)
+
+
+# --------------------------------------------------------------------------------------------
+# relayout
+# --------------------------------------------------------------------------------------------
+
+
+def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
+             num_threads: int | None = None) -> Any:
+    """A copy of ``x`` in another physical layout: same library, sizes, dtype and values.
+
+    Parameters
+    ----------
+    x : array
+        A numpy array (or bytes-like object: the result is a numpy array), a torch tensor on
+        any device, or a host DLPack / array-API array.
+    layout : str, tuple of int or Layout
+        The new physical order, packed: ``"C"`` (row-major), ``"F"`` (column-major), a label
+        such as ``"NHWC"`` or ``"CHWN"`` (sizes stay in canonical order, see
+        :func:`strided.packed_strides`), or the axes in physical order, outermost first.
+        Or a :class:`~strided.Layout` with x's sizes and itemsize: its strides and offset are
+        used as they are (padding included; the gaps are zero), in a buffer of
+        ``layout.nbytes`` bytes.
+    num_threads : int, optional
+        Threads of the copy (see :func:`copyto`).
+
+    Returns
+    -------
+    array
+        A new array of x's library. numpy: an array of the physical shape, transposed. torch:
+        a tensor on x's device with torch's own strides (``"NHWC"`` is
+        ``torch.channels_last``, ``"NDHWC"`` ``channels_last_3d``), in the autograd graph
+        when x requires grad. Other libraries: built on the host and handed over with the
+        library's ``from_dlpack``.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not an array, ``layout`` not a label, tuple or Layout, or ``x`` holds Python
+        objects.
+    ValueError
+        A label of the wrong rank or a tuple that is not a permutation; a Layout whose sizes or
+        itemsize are not x's, whose elements overlap, or that reaches below offset 0; a layout
+        x's library cannot hold (torch: negative strides; some DLPack libraries keep only
+        their own strides).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import strided as st
+    >>> x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    >>> y = st.relayout(x, "NHWC")
+    >>> st.layout_of(y).label, np.array_equal(x, y)
+    ('NHWC', True)
+    >>> st.relayout(np.arange(6).reshape(2, 3), "F").strides
+    (8, 16)
+
+    A Layout gives any strides, padding included:
+
+    >>> padded = st.Layout((2, 3), (4, 1), itemsize=8)
+    >>> z = st.relayout(np.arange(6).reshape(2, 3), padded)
+    >>> st.layout_of(z) == padded, z.tolist()
+    (True, [[0, 1, 2], [3, 4, 5]])
+    """
+    _core.resolve_threads(num_threads)      # a bad num_threads is an error on every path
+    record = _describe(x, "x")
+    _refuse_objects(record, "x")
+    target, order = _relayout_target(layout, record)
+    out = _allocate(x, record, target, order, zero=_has_gaps(target))
+    if _torch.is_tensor(x) and x.requires_grad:
+        out.copy_(x)            # torch's copy keeps the result in the autograd graph
+    elif record.library == "dlpack":
+        copyto(out, x, num_threads=num_threads)
+        out = _hand_over(x, out, target)
+    else:
+        copyto(out, x, num_threads=num_threads)
+    return out
+
+
+def _relayout_target(layout: Any, record: MemoryRecord) -> tuple[Layout, tuple[int, ...] | None]:
+    """The layout of relayout's result and, when it is packed, its physical order."""
+    own = record.layout
+    if not isinstance(layout, Layout):
+        order = physical_order(layout, own.ndim)
+        return Layout.packed(own.sizes, order, itemsize=own.itemsize), order
+    if layout.sizes != own.sizes:
+        raise ValueError(f"layout has sizes {layout.sizes} but x has shape {own.sizes}: "
+                         f"relayout keeps the sizes")
+    if layout.itemsize != own.itemsize:
+        raise ValueError(
+            f"layout.itemsize is {layout.itemsize} but x's elements are {own.itemsize} bytes; "
+            f"build the layout with itemsize={own.itemsize}"
+        )
+    if layout.overlaps:
+        raise ValueError(
+            f"layout has elements that overlap each other (strides {layout.strides}): "
+            f"relayout gives every element its own memory"
+        )
+    if layout.size and layout.span[0] < 0:
+        raise ValueError(
+            f"layout reaches element offset {layout.span[0]}, below offset 0 (span "
+            f"{layout.span}): raise its offset so that every element is at offset 0 or above"
+        )
+    return layout, None
+
+
+def _has_gaps(layout: Layout) -> bool:
+    """The buffer of ``layout`` (offsets 0 to its last element) holds memory no element uses."""
+    return layout.size > 0 and layout.nbytes != layout.size * layout.itemsize
+
+
+def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ...] | None, *,
+              zero: bool) -> Any:
+    """A new array laid out as ``layout``: of x's library for numpy and torch, else numpy.
+
+    The numpy array made for another library is handed to it by :func:`_hand_over` once
+    written.
+    """
+    if record.library == "torch":
+        negative = [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides))
+                    if s < 0 and n > 1]
+        if negative and layout.size:
+            raise ValueError(f"torch tensors cannot have negative strides, and layout has "
+                             f"strides {layout.strides} (axes {negative})")
+        return _torch.allocate(x, layout, order, zero)
+    if record.device[0] not in _HOST_DEVICES:
+        raise ValueError(f"x is on device {_device_name(x, record)}: strided builds new "
+                         f"arrays of this library on the host only")
+    if record.library == "numpy":
+        dtype = record.owner.dtype
+    else:
+        dtype = _numpy.numpy_dtype(record.dtype)
+    return _numpy.allocate(dtype, layout, order, zero)
+
+
+def _hand_over(x: Any, arr: np.ndarray, layout: Layout) -> Any:
+    """``arr`` given to x's library (``from_dlpack``), refused unless it keeps ``layout``."""
+    out = _dlpack.from_host(x, arr)
+    got = describe(out).layout
+    if not _same_strides(got, layout):
+        raise ValueError(
+            f"{x.__array_namespace__().__name__} cannot hold the layout asked for (sizes "
+            f"{layout.sizes}, strides {layout.strides}): its from_dlpack gave strides "
+            f"{got.strides}"
+        )
+    return out
+
+
+def _same_strides(a: Layout, b: Layout) -> bool:
+    """Equal sizes, and equal strides where a stride matters (dims of more than one element)."""
+    if a.sizes != b.sizes:
+        return False
+    if a.size == 0:
+        return True
+    return all(n == 1 or s == t for n, s, t in zip(a.sizes, a.strides, b.strides))
+
+
+# --------------------------------------------------------------------------------------------
+# Blocked channel formats
+# --------------------------------------------------------------------------------------------
+
+
+def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = None) -> Any:
+    """Pack a logical ``(N, C, H, W)`` array into a blocked channel format.
+
+    Parameters
+    ----------
+    x : array
+        Rank 4, logical sizes ``(N, C, H, W)``, any strides, of any supported library.
+    fmt : str or BlockedFormat
+        ``"NCHWx"`` for any block ``x >= 1`` (``"NCHW4"``, ``"NCHW32"``, ...), oneDNN's
+        ``"nChw{x}c"`` (``"nChw8c"``, ``"nChw16c"``: the same layout as NCHWx), or
+        ``"CHWN4"``; see :func:`strided.formats.parse_blocked`.
+    num_threads : int, optional
+        Threads of the copy (see :func:`copyto`).
+
+    Returns
+    -------
+    array
+        A new packed rank-5 array of x's library and dtype, of the physical shape
+        :func:`strided.formats.blocked_shape` gives: ``(N, ceil(C/x), H, W, x)`` for NCHWx,
+        ``(ceil(C/4), H, W, N, 4)`` for CHWN4. Channel ``c`` of x is
+        ``[n, c // x, h, w, c % x]`` (NCHWx); the channels after the last one, up to a
+        multiple of x, are zeros.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not an array or ``fmt`` not a string.
+    ValueError
+        ``x`` is not rank 4, or ``fmt`` is not a blocked format.
+
+    Examples
+    --------
+    Six channels in blocks of four: the second block holds two channels and two zero lanes.
+
+    >>> import numpy as np
+    >>> import strided as st
+    >>> x = np.arange(6, dtype=np.int16).reshape(1, 6, 1, 1)
+    >>> y = st.to_blocked(x, "NCHW4")
+    >>> y.shape
+    (1, 2, 1, 1, 4)
+    >>> y.ravel()
+    array([0, 1, 2, 3, 4, 5, 0, 0], dtype=int16)
+    >>> np.array_equal(st.from_blocked(y, "NCHW4", channels=6), x)
+    True
+    """
+    spec = parse_blocked(fmt)
+    _core.resolve_threads(num_threads)
+    if _torch.is_tensor(x) and _off_cpu(x):
+        return _to_blocked_torch_device(x, spec)
+    record = _resolve_lazy(x, _host_record(x, "x"))
+    n, c, h, w = _logical_sizes(record.layout, spec)
+    out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)),
+                                      itemsize=record.layout.itemsize),
+                    order=tuple(range(5)), zero=c % spec.block != 0)
+    out_record = describe(out)
+    pieces = _blocked_pieces(record.layout, out_record.layout, spec)
+    _copy_pieces(out_record, record, [(blocked, logical) for logical, blocked in pieces],
+                 num_threads)
+    return _hand_over(x, out, out_record.layout) if record.library == "dlpack" else out
+
+
+def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
+                 num_threads: int | None = None) -> Any:
+    """Unpack a blocked channel format into a packed row-major ``(N, C, H, W)`` array.
+
+    The inverse of :func:`to_blocked`: the padding channels are dropped.
+
+    Parameters
+    ----------
+    y : array
+        Rank 5, exactly the physical shape of ``fmt`` (``(N, blocks, H, W, x)`` for NCHWx,
+        ``(blocks, H, W, N, 4)`` for CHWN4), any strides, of any supported library.
+    fmt : str or BlockedFormat
+        The blocked format, as for :func:`to_blocked`.
+    channels : int
+        ``C``, the number of logical channels: ``(blocks - 1) * x < C <= blocks * x``
+        (``C = 0`` when there are no blocks).
+    num_threads : int, optional
+        Threads of the copy (see :func:`copyto`).
+
+    Returns
+    -------
+    array
+        A new packed row-major array of y's library and dtype, of sizes ``(N, C, H, W)``.
+
+    Raises
+    ------
+    TypeError
+        ``y`` is not an array, ``fmt`` not a string, ``channels`` not an int.
+    ValueError
+        ``y`` is not rank 5, its last dimension is not the block, or ``channels`` does not fit
+        its number of blocks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import strided as st
+    >>> y = np.arange(16, dtype=np.float32).reshape(1, 2, 1, 2, 4)   # NCHW4, 2 blocks
+    >>> st.from_blocked(y, "NCHW4", channels=5)[0, :, 0]
+    array([[ 0.,  4.],
+           [ 1.,  5.],
+           [ 2.,  6.],
+           [ 3.,  7.],
+           [ 8., 12.]], dtype=float32)
+    >>> st.from_blocked(y, "NCHW4", channels=9)
+    Traceback (most recent call last):
+        ...
+    ValueError: channels is 9 but y of shape (1, 2, 1, 2, 4) holds 2 blocks of 4 channels: ...
+    """
+    spec = parse_blocked(fmt)
+    _core.resolve_threads(num_threads)
+    if _torch.is_tensor(y) and _off_cpu(y):
+        return _from_blocked_torch_device(y, spec, channels)
+    record = _resolve_lazy(y, _host_record(y, "y"))
+    sizes = _unblocked_sizes(record.layout, spec, channels)
+    out = _allocate(y, record, Layout(sizes, itemsize=record.layout.itemsize),
+                    order=tuple(range(4)), zero=False)
+    out_record = describe(out)
+    pieces = _blocked_pieces(out_record.layout, record.layout, spec)
+    _copy_pieces(out_record, record, pieces, num_threads)
+    return _hand_over(y, out, out_record.layout) if record.library == "dlpack" else out
+
+
+def _logical_sizes(layout: Layout, spec: BlockedFormat) -> tuple[int, int, int, int]:
+    if layout.ndim != 4:
+        raise ValueError(f"x has shape {layout.sizes}: blocked format {spec.name!r} packs a "
+                         f"rank-4 (N, C, H, W) array")
+    n, c, h, w = layout.sizes
+    return n, c, h, w
+
+
+def _unblocked_sizes(layout: Layout, spec: BlockedFormat,
+                     channels: Any) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of a blocked array of physical sizes ``layout.sizes``, checked."""
+    form = "(blocks, H, W, N, x)" if spec.chwn else "(N, blocks, H, W, x)"
+    x = spec.block
+    sizes = layout.sizes
+    if layout.ndim != 5 or sizes[4] != x:
+        raise ValueError(f"y has shape {sizes}, but {spec.name!r} is a rank-5 array of shape "
+                         f"{form} with x = {x}")
+    if isinstance(channels, bool):
+        raise TypeError(f"channels must be an int, got bool {channels!r}")
+    try:
+        c = operator.index(channels)
+    except TypeError:
+        raise TypeError(f"channels must be an int, got {type(channels).__name__} "
+                        f"{channels!r}") from None
+    if spec.chwn:
+        blocks, h, w, n, _ = sizes
+    else:
+        n, blocks, h, w, _ = sizes
+    lowest = (blocks - 1) * x + 1 if blocks else 0
+    if not lowest <= c <= blocks * x:
+        allowed = f"in {lowest}..{blocks * x}" if blocks else "0"
+        raise ValueError(
+            f"channels is {c} but y of shape {sizes} holds {blocks} blocks of {x} channels: "
+            f"channels must be {allowed}"
+        )
+    return n, c, h, w
+
+
+def _blocked_axes(spec: BlockedFormat) -> tuple[int, ...]:
+    """The axes of the physical array, in the order (N, blocks, x, H, W)."""
+    return (3, 0, 4, 1, 2) if spec.chwn else (0, 1, 4, 2, 3)
+
+
+def _blocked_pieces(logical: Layout, blocked: Layout,
+                    spec: BlockedFormat) -> list[tuple[Layout, Layout]]:
+    """(logical, blocked) layout pairs that together map every channel to its blocked place.
+
+    Channel ``c`` lives in block ``c // x``, lane ``c % x``: not a linear function of ``c``,
+    so no single strided copy does it. The full blocks are one rank-5 copy (the logical
+    channels split into ``(blocks, x)``), the last, partial block another. Empty pieces are
+    left out.
+    """
+    if logical.size == 0:
+        return []
+    n, c, h, w = logical.sizes
+    x = spec.block
+    full, tail = divmod(c, x)
+    by_block = blocked.permute(_blocked_axes(spec))          # (N, blocks, x, H, W)
+    pieces = []
+    if full:
+        pieces.append((logical[:, :full * x].reshape((n, full, x, h, w)), by_block[:, :full]))
+    if tail:
+        pieces.append((logical[:, full * x:], by_block[:, full, :tail]))
+    return pieces
+
+
+def _copy_pieces(dst: MemoryRecord, src: MemoryRecord, pieces: list[tuple[Layout, Layout]],
+                 num_threads: int | None) -> None:
+    """Copy each (dst layout, src layout) piece between the records' memories, by the core.
+
+    Each layout is checked against its record first: a piece reaching outside the memory is
+    an error, never a stray write.
+    """
+    itemsize = dst.layout.itemsize
+    for dst_piece, src_piece in pieces:
+        check_view(dst_piece, dst)
+        check_view(src_piece, src)
+        _core.copy_memory(dst.ptr + dst_piece.offset * itemsize,
+                          src.ptr + src_piece.offset * itemsize, dst_piece.sizes,
+                          dst_piece.strides, src_piece.strides, itemsize, num_threads)
+
+
+# ---- torch tensors off the CPU: the same pieces, copied by torch -----------------------------
+
+
+def _to_blocked_torch_device(x: Any, spec: BlockedFormat) -> Any:
+    own = _describe(x, "x").layout
+    n, c, h, w = _logical_sizes(own, spec)
+    out = _torch.allocate(x, Layout(spec.physical_shape((n, c, h, w)), itemsize=own.itemsize),
+                          tuple(range(5)), c % spec.block != 0)
+    for logical, blocked in _blocked_pieces(own, _describe(out, "out").layout, spec):
+        view(out, blocked, copy=False).copy_(view(x, logical))
+    return out
+
+
+def _from_blocked_torch_device(y: Any, spec: BlockedFormat, channels: Any) -> Any:
+    own = _describe(y, "y").layout
+    sizes = _unblocked_sizes(own, spec, channels)
+    out = _torch.allocate(y, Layout(sizes, itemsize=own.itemsize), tuple(range(4)), False)
+    for logical, blocked in _blocked_pieces(_describe(out, "out").layout, own, spec):
+        view(out, logical, copy=False).copy_(view(y, blocked))
+    return out
