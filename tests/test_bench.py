@@ -1,18 +1,24 @@
-"""The layout benchmark: its pure-Python reference agrees with strided, and it runs.
+"""The benchmarks: the layout one's reference agrees with strided; both run and print tables.
 
 The reference (:class:`strided._bench.PyLayout`, :func:`strided._bench.py_buffer_size`) is only
 a fair baseline if it computes the same answers as the compiled core, so it is checked against
-:class:`strided.Layout` on random and hand-made layouts. Timings are never asserted.
+:class:`strided.Layout` on random and hand-made layouts. The relayout benchmark
+(:mod:`strided._bench_copy`) is smoke-tested on tiny sizes, with and without torch, and its
+cases and byte check are tested. Timings are never asserted.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import random
 import re
 
+import numpy as np
 import pytest
 
 import strided
+import strided._bench_copy as bench_copy
 from strided import Layout, buffer_size
 from strided._bench import (
     CASES,
@@ -221,3 +227,181 @@ def test_interop_benchmark_script_runs() -> None:
     for row in rows:
         ratio = row.rstrip(" |").rsplit("|", 1)[1].strip()
         assert ratio.endswith("x") and float(ratio[:-1]) > 0
+
+
+# ---- the relayout benchmark (strided._bench_copy) -------------------------------------------
+
+TINY = ["--sizes", "0.25", "--quick"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+@pytest.mark.parametrize("case", bench_copy.CASES, ids=lambda c: c.name)
+def test_copy_cases_are_the_relayouts_they_name(case: bench_copy.Case, dtype: str) -> None:
+    built = case.build(0.25, np.dtype(dtype))
+    src, dst = built.src, built.dst
+    assert np.shares_memory(src, built.src_base) and np.shares_memory(dst, built.dst_base)
+    assert built.dst_base.flags.c_contiguous and built.src_base.flags.c_contiguous
+    assert dst.size == built.dst_base.size == math.prod(built.shape)
+    assert 0.2 < built.nbytes / bench_copy.MiB < 0.3
+    np.copyto(dst, src)
+    logical = src.reshape(built.shape)  # canonical order (NCHW, ...) or the matrix
+    name = case.name
+    if name.startswith("NCHW->NHWC"):
+        expected = logical.transpose(0, 2, 3, 1)
+    elif name == "NCDHW->NDHWC":
+        expected = logical.transpose(0, 2, 3, 4, 1)
+    elif name.startswith("NCHW->NCHW"):
+        n, c, h, w = built.shape
+        x = int(name.removeprefix("NCHW->NCHW"))
+        expected = logical.reshape(n, c // x, x, h, w).transpose(0, 1, 3, 4, 2)
+    else:
+        expected = logical
+    assert np.array_equal(built.dst_base, expected)
+    unit_src = [ax for ax, st in enumerate(src.strides) if st == src.itemsize]
+    unit_dst = [ax for ax, st in enumerate(dst.strides) if st == dst.itemsize]
+    broadcast = 0 in src.strides
+    assert broadcast == (name == "broadcast->packed")
+    assert case.transposing == (not broadcast and unit_src != unit_dst)
+    if name == "padded->packed":
+        assert src.strides[-2] % 64 == 0 and src.strides[-2] > src.shape[-1] * src.itemsize
+
+
+def test_copy_case_selection() -> None:
+    assert [c.name for c in bench_copy.select_cases(["transpose2d"])] == ["transpose2d"]
+    names = [c.name for c in bench_copy.select_cases(["NCHW->NCHW4", "pad"])]
+    assert names == ["NCHW->NCHW4", "padded->packed"]
+    assert len(bench_copy.select_cases(["nhwc"])) == 4
+    assert len(bench_copy.select_cases(None)) == len(bench_copy.CASES) == 11
+    with pytest.raises(ValueError, match="no case matches 'nope'"):
+        bench_copy.select_cases(["nope"])
+
+
+def _copy_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines()
+            if line.strip("| ").split(" ", 1)[0] in bench_copy.CASES_BY_NAME]
+
+
+def test_copy_main_prints_every_case_and_the_targets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_copy.main([*TINY, "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("case"))
+    assert header.split() == ["case", "dtype", "MiB", "shape", "strided", "numpy", "torch",
+                              "memcpy", "memcpy", "x2", "st/peer", "best", "peer", "st/memcpy",
+                              "others"]
+    rows = _copy_rows(out)
+    assert len(rows) == len(bench_copy.CASES) * 2
+    number = r"\d+\.\d"
+    torch_cell = number if importlib.util.find_spec("torch") else "-"
+    for case in bench_copy.CASES:
+        for dtype in ("float32", "uint8"):
+            row = re.compile(
+                rf"^{re.escape(case.name)}\s+{dtype}\s+0\.\d+\s+[\dx]+\s+{number}\s+{number}\s+"
+                rf"{torch_cell}\s+{number}\s+{number}\s+{number}\dx\s+(numpy|torch)\s+"
+                rf"{number}\dx\s+(\d+%|-)$", re.MULTILINE)
+            assert row.search(out), (case.name, dtype)
+    assert "identical bytes: strided" in out and "on every case (checked before timing)" in out
+    assert re.search(r"^small copy \(16 x float32.*numpy/strided = [\d.]+x$", out, re.MULTILINE)
+    assert "targets (issue 4 §3) at 0.25 MiB, 2 threads" in out
+    assert "indicative only" in out
+    for target in (r"every case >= 1\.0x best peer: \d+ of 22",
+                   r"transposing cases >= 2x best peer \(geometric mean of 18\): [\d.]+x",
+                   r"multi-byte transposing cases >= 0\.8x memcpy: \d+ of 9",
+                   r"uint8 transposing cases >= 0\.5x memcpy: \d+ of 9",
+                   r"16-element float32 copy <= np\.copyto: [\d,]+ ns vs [\d,]+ ns"):
+        assert re.search(rf"^  {target}.* - (met|MISSED)", out, re.MULTILINE), target
+
+
+def test_copy_main_without_torch(capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_copy, "_torch", lambda: None)
+    argv = [*TINY, "--cases", "transpose2d,broadcast", "--dtypes", "uint8", "--threads", "1",
+            "--no-small", "--markdown"]
+    assert bench_copy.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "torch: not installed (its column shows -)" in out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 2
+    assert re.fullmatch(r"\|[-:|]+\|", table[1])
+    for row in table[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert len(cells) == 12  # no parallel memcpy column on 1 thread
+        assert cells[6] == "-" and cells[9] == "numpy"
+    assert "identical bytes: strided and np.copyto" in out
+    assert "1 threads, peers numpy;" in out
+    assert "; the targets are set for 2 threads; torch absent:" in out
+    assert "small copy" not in out
+
+
+def test_copy_check_catches_wrong_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def wrong(dst: np.ndarray, src: np.ndarray, *, num_threads: int | None = None) -> None:
+        np.copyto(dst, src)
+        dst[(0,) * dst.ndim] += 1
+
+    monkeypatch.setattr(strided, "copyto", wrong, raising=False)
+    with pytest.raises(AssertionError, match=r"NCHW->NHWC/C3 uint8 0\.25 MiB: strided wrote other"):
+        bench_copy.run_case(bench_copy.CASES_BY_NAME["NCHW->NHWC/C3"], "uint8", 0.25,
+                            threads=1, repeat=1, sample_ms=0.1)
+
+
+def _result(name: str, dtype: str, strided_s: float, numpy_s: float, memcpy_s: float,
+            size: float = 64.0) -> bench_copy.Result:
+    times = {"strided": [strided_s], "numpy": [numpy_s], "memcpy": [memcpy_s]}
+    return bench_copy.Result(bench_copy.CASES_BY_NAME[name], dtype, size, 64 * 2**20,
+                             (1,), 2, times)
+
+
+def test_copy_target_summary_marks_met_and_missed() -> None:
+    results = [
+        _result("transpose2d", "float32", 1.0, 4.0, 0.9),   # 4x numpy, 0.9x memcpy
+        _result("transpose2d", "uint8", 1.0, 1.0, 0.4),     # 1x numpy, 0.4x memcpy
+        _result("padded->packed", "float32", 2.0, 1.0, 1.0),  # 0.5x numpy
+        _result("padded->packed", "float32", 9.0, 1.0, 1.0, size=4.0),  # not at 64 MiB
+    ]
+    small = bench_copy.SmallCopy({"strided": 100.0, "numpy": 120.0}, 1.2)
+    text = bench_copy.target_summary(results, small)
+    assert "at 64 MiB, 2 threads, peers numpy; torch absent:" in text
+    assert "every case >= 1.0x best peer: 2 of 3 - MISSED by padded->packed float32 (0.50x)" \
+        in text
+    assert "(geometric mean of 2): 2.00x - met" in text
+    assert "multi-byte transposing cases >= 0.8x memcpy: 1 of 1 - met" in text
+    assert "uint8 transposing cases >= 0.5x memcpy: 0 of 1 - MISSED by transpose2d uint8 " \
+        "(0.40x)" in text
+    assert "16-element float32 copy <= np.copyto: 100 ns vs 120 ns (1.20x) - met" in text
+    assert results[0].gbps("strided") == pytest.approx(2 * 64 * 2**20 / 1e9)
+    assert results[0].gbps("torch") is None
+
+
+def test_copy_main_rejects_bad_options() -> None:
+    for argv in (["--sizes", "0"], ["--sizes", "a"], ["--cases", "nope"], ["--threads", "0"],
+                 ["--repeat", "0"], ["--dtypes", "complex64"], ["--dtypes", "nope"]):
+        with pytest.raises(SystemExit):
+            bench_copy.main(argv)
+
+
+def test_copy_benchmark_script_runs() -> None:
+    """benchmarks/bench_copy.py runs end to end (one case, one dtype, a tiny size)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_copy.py"
+    if not script.is_file():
+        pytest.skip("no checkout: benchmarks/ is absent")
+    result = subprocess.run(
+        [sys.executable, str(script), *TINY, "--cases", "NCHW->NCHW32", "--dtypes", "float32",
+         "--no-small", "--markdown"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| NCHW->NCHW32 ")]
+    assert len(rows) == 1, result.stdout
+
+
+def test_copy_others_share_of_the_cpu() -> None:
+    # 10 s of machine CPU time, 5 s busy of which 2 s are this process's: others used 30%
+    assert bench_copy._others_share((0.0, 0.0, 0.0), (10.0, 5.0, 2.0)) == pytest.approx(0.3)
+    assert bench_copy._others_share(None, (10.0, 5.0, 2.0)) is None
+    assert bench_copy._others_share((0.0, 0.0, 0.0), (10.0, 1.0, 2.0)) == 0.0
+    snapshot = bench_copy._cpu_seconds()
+    if snapshot is not None:
+        assert snapshot[0] >= snapshot[1] >= 0 and snapshot[2] > 0

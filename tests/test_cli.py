@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import strided._bench
+import strided._bench_copy
 from strided import Layout
 from strided.__main__ import main
 from strided._explain import element_name, explain, memory_map
@@ -253,16 +254,56 @@ def test_help(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
 # ---- bench ----------------------------------------------------------------------------------
 
 
-def test_bench_forwards_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_runs_the_relayout_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], dict[str, object]]] = []
+
+    def fake_main(argv: list[str] | None = None, **kwargs: object) -> int:
+        calls.append((list(argv or []), kwargs))
+        return 0
+
+    monkeypatch.setattr(strided._bench_copy, "main", fake_main)
+    assert main(["bench"]) == 0
+    assert main(["bench", "--quick", "--sizes", "0.25"]) == 0
+    assert main(["bench", "copy", "--markdown"]) == 0
+    expected = {"prog": "python -m strided bench", "small_default": True}
+    assert calls == [([], expected), (["--quick", "--sizes", "0.25"], expected),
+                     (["--markdown"], expected)]
+
+
+def test_bench_layout_runs_the_layout_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
 
     def fake_main(argv: list[str] | None = None) -> int:
         calls.append(list(argv or []))
         return 0
 
-    monkeypatch.setattr(strided._bench, "main", fake_main, raising=False)
-    assert main(["bench", "--quick", "--explain-ignored"]) == 0
+    monkeypatch.setattr(strided._bench, "main", fake_main)
+    assert main(["bench", "layout", "--quick", "--explain-ignored"]) == 0
     assert calls == [["--quick", "--explain-ignored"]]
+
+
+def test_bench_tiny_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The real relayout benchmark on one tiny case: a table row and the byte check."""
+    status, out, err = run(capsys, "bench", "--sizes", "0.25", "--quick", "--cases",
+                           "transpose2d", "--dtypes", "float32", "--no-small")
+    assert status == 0
+    assert "timing 1 cases x 1 dtypes x 1 sizes" in err
+    assert re.search(r"^transpose2d\s+float32\s+0\.25\s+256x256\s", out, re.MULTILINE)
+    assert "wrote the same destination bytes on every case" in out
+    assert "targets (issue 4 §3) at 0.25 MiB" in out
+
+
+def test_bench_help_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "bench", "--help")
+    assert status == 0
+    assert "python -m strided bench" in out and "--sizes" in out and "NCHW->NCHW32" in out
+    assert "--full" in out
+    status, out, err = run(capsys, "bench", "--cases", "nope")
+    assert (status, out) == (2, "")
+    assert "no case matches 'nope'" in err
+    status, out, err = run(capsys, "bench", "layout", "--repeat", "0")
+    assert (status, out) == (2, "")
+    assert "--repeat must be >= 1" in err
 
 
 # ---- the rendering functions ----------------------------------------------------------------

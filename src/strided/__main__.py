@@ -1,8 +1,9 @@
 """The command line: ``python -m strided explain ...`` and ``python -m strided bench ...``.
 
-A thin argparse front end: the text comes from :mod:`strided._explain`, the benchmark from
-:mod:`strided._bench`. Bad arguments, and every ``ValueError``, ``TypeError`` or
-``OverflowError`` the library raises for them, end in one line on stderr
+A thin argparse front end: the text comes from :mod:`strided._explain`, the relayout benchmark
+(``bench``) from :mod:`strided._bench_copy` and the per-call benchmark of ``Layout``
+(``bench layout``) from :mod:`strided._bench`. Bad arguments, and every ``ValueError``,
+``TypeError`` or ``OverflowError`` the library raises for them, end in one line on stderr
 (``strided explain: error: ...``) and exit status 2.
 """
 
@@ -162,7 +163,8 @@ def _build_parser() -> tuple[_Parser, argparse.ArgumentParser]:
     explain_parser = _add_explain(subparsers)
     subparsers.add_parser(
         "bench", add_help=False,
-        help="benchmark relayouts against numpy and torch (python -m strided bench --help)",
+        help="benchmark relayouts (copyto) against numpy and torch (python -m strided bench "
+             "--help); 'bench layout' times Layout's per-call cost instead",
     )
     return parser, explain_parser
 
@@ -241,9 +243,20 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
 
 
 def _run_bench(argv: list[str]) -> int:
-    from strided import _bench
+    """``bench [copy] ...``: the relayout benchmark; ``bench layout ...``: Layout's call cost."""
+    try:
+        if argv[:1] == ["layout"]:
+            from strided import _bench
 
-    return int(_bench.main(argv) or 0)
+            return int(_bench.main(argv[1:]) or 0)
+        from strided import _bench_copy
+
+        if argv[:1] == ["copy"]:
+            argv = argv[1:]
+        return int(_bench_copy.main(argv, prog="python -m strided bench",
+                                    small_default=True) or 0)
+    except SystemExit as exc:  # argparse's --help and errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

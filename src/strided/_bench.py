@@ -1,7 +1,7 @@
 """Per-call cost of :class:`strided.Layout` against a pure-Python version of the same formulas.
 
-``python -m strided bench`` and ``python benchmarks/bench_layout.py`` call :func:`main`. For each
-case (a layout of rank 1 to 8) and each operation (construction, construction + ``span``,
+``python -m strided bench layout`` and ``python benchmarks/bench_layout.py`` call :func:`main`.
+For each case (a layout of rank 1 to 8) and each operation (construction, construction + ``span``,
 ``is_packed``, ``overlaps``, :func:`strided.buffer_size`, a cached property read) it times the
 compiled :class:`strided.Layout` and :class:`PyLayout`, the pure-Python reference below, side by
 side in one process: every sample runs a ``timeit`` loop of about 20 ms, the two sides alternate
@@ -620,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         ``--sample-ms MS``, ``--markdown``.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m strided bench",
+        prog="python -m strided bench layout",
         description="Per-call cost of strided.Layout (construction, span, is_packed, overlaps, "
                     "buffer_size) against a pure-Python implementation of the same formulas.",
     )
