@@ -1,0 +1,924 @@
+"""The compiled copy kernel: ``_core.copy_memory``, ``_core.copyto_buffers``, ``resolve_threads``.
+
+Every copy here runs between raw byte buffers (numpy ``uint8`` arrays) holding the source and
+destination layouts with guard bytes around them. The destination buffer is filled with a
+position-dependent sentinel pattern before the copy; afterwards the *whole* buffer is compared
+with an oracle -- a per-index brute-force loop (small cases) or ``np.copyto`` between views of
+the same layouts over a separate copy of the buffers (large cases) -- so a byte written outside
+the destination's elements fails the test as surely as a wrong element does.
+
+Large cases exercise the tiled, short-inner-extent and parallel kernels (2-D transposes of
+1000 x 1000, uint8 NCHW -> NHWC with C = 3 and 4, blocked NCHWx views, odd itemsizes, shapes
+that are multiples of no tile size); each runs with 1, 2 and the default number of threads, and
+all must give the same bytes. Nothing asserts a time, and nothing assumes an OpenMP build.
+
+Inputs that could crash the process if a check were missing (int64 overflow of the byte
+offsets, unaligned and partially overlapping elements) run in a subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
+from numpy.lib.stride_tricks import as_strided
+from strategies import (
+    COPY_ITEMSIZES,
+    brute_copy_bytes,
+    copy_cases,
+    element_span,
+    medium_sizes,
+    permuted_strides,
+    ref_packed_strides,
+)
+
+import strided
+from strided import _core
+
+TESTS_DIR = Path(__file__).resolve().parent
+GUARD = 64           # guard bytes on each side of every layout (a multiple of 16: alignment)
+THREADS = [None, 1, 2]
+
+# ---- buffers and oracles -------------------------------------------------------------------
+
+
+def sentinel(nbytes, salt=0):
+    """A position-dependent byte pattern: a stray write of almost any value changes it."""
+    period = ((np.arange(256) * 151 + 89 + salt) % 256).astype(np.uint8)
+    return np.tile(period, nbytes // 256 + 1)[:nbytes].copy()
+
+
+def random_bytes(nbytes, seed):
+    return np.frombuffer(np.random.default_rng(seed).bytes(nbytes), np.uint8).copy()
+
+
+def placed(sizes, strides, itemsize, *, fill, extra=0):
+    """A byte buffer holding a layout with GUARD bytes (plus ``extra``) on each side, and the
+    byte position of element (0, ..., 0) in it."""
+    lo, hi = element_span(sizes, strides)
+    nbytes = (hi - lo + 1) * itemsize + 2 * (GUARD + extra)
+    buf = fill(nbytes)
+    return buf, GUARD + extra - lo * itemsize
+
+
+def address(buf, first=0):
+    return buf.ctypes.data + first
+
+
+def oracle_dtype(itemsize):
+    return np.dtype({1: "u1", 2: "u2", 4: "u4", 8: "u8"}.get(itemsize, f"V{itemsize}"))
+
+
+def view_over(buf, first, sizes, strides, itemsize, dtype=None):
+    """A numpy view of the layout over ``buf`` (element 0 at byte ``first``), for the oracle."""
+    dtype = oracle_dtype(itemsize) if dtype is None else np.dtype(dtype)
+    one = buf[first:first + itemsize].view(dtype)
+    return as_strided(one, shape=sizes, strides=tuple(s * itemsize for s in strides))
+
+
+def numpy_copy_bytes(dst_buf, dst_first, dst_strides, src_buf, src_first, src_strides, sizes,
+                     itemsize):
+    """np.copyto between the same layouts over copies of both buffers: the bytes expected."""
+    out = dst_buf.copy()
+    src = src_buf.copy()
+    if 0 not in sizes:
+        np.copyto(view_over(out, dst_first, sizes, dst_strides, itemsize),
+                  view_over(src, src_first, sizes, src_strides, itemsize))
+    return out
+
+
+def assert_same_bytes(actual, expected, what=""):
+    actual = np.frombuffer(bytes(actual), np.uint8) if not isinstance(actual, np.ndarray) \
+        else actual
+    expected = np.frombuffer(bytes(expected), np.uint8) if not isinstance(
+        expected, np.ndarray) else expected
+    assert actual.shape == expected.shape
+    bad = np.flatnonzero(actual != expected)
+    assert bad.size == 0, (f"{what}: {bad.size} bytes differ, first at byte {bad[0]} "
+                           f"(got {actual[bad[0]]}, expected {expected[bad[0]]})")
+
+
+def run_isolated(code, *, timeout=300, **env_vars):
+    """Run ``code`` in a fresh interpreter (tests/ on sys.path); a crash fails the test."""
+    env = dict(os.environ, **env_vars)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS_DIR), env.get("PYTHONPATH"))
+                                        if p)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=TESTS_DIR, check=False)
+    assert proc.returncode == 0, (f"subprocess exited with {proc.returncode}\n"
+                                  f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc.stdout
+
+
+# ---- property tests against the brute-force and numpy oracles ------------------------------
+
+
+@given(case=copy_cases(), threads=hst.sampled_from(THREADS), seed=hst.integers(0, 2**32 - 1),
+       extra=hst.integers(0, 5))
+def test_copy_memory_matches_brute_force_and_numpy(case, threads, seed, extra):
+    sizes, dst_strides, src_strides, k = case
+    src_buf, src_first = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, seed))
+    dst_buf, dst_first = placed(sizes, dst_strides, k, fill=sentinel, extra=extra)
+    src_before = src_buf.copy()
+    expected = brute_copy_bytes(dst_buf, dst_first, dst_strides, src_buf, src_first,
+                                src_strides, sizes, k)
+    assert_same_bytes(numpy_copy_bytes(dst_buf, dst_first, dst_strides, src_buf, src_first,
+                                       src_strides, sizes, k), expected, "numpy vs brute force")
+    _core.copy_memory(address(dst_buf, dst_first), address(src_buf, src_first), sizes,
+                      dst_strides, src_strides, k, threads)
+    assert_same_bytes(dst_buf, expected, f"dst {case}")
+    assert_same_bytes(src_buf, src_before, "the source changed")
+
+
+@given(case=copy_cases(), threads=hst.sampled_from(THREADS), seed=hst.integers(0, 2**32 - 1),
+       data=hst.data())
+def test_copy_memory_between_overlapping_layouts_of_one_buffer(case, threads, seed, data):
+    """Source and destination anywhere in one buffer: the result is a copy of the source as it
+    was before the call, and no other byte changes."""
+    sizes, dst_strides, src_strides, k = case
+    dlo, dhi = element_span(sizes, dst_strides)
+    slo, shi = element_span(sizes, src_strides)
+    n = max(dhi - dlo, shi - slo) + 1 + data.draw(hst.integers(0, 3))
+    buf = random_bytes(n * k + 2 * GUARD, seed)
+    dst_first = GUARD + k * (data.draw(hst.integers(0, n - 1 - (dhi - dlo))) - dlo)
+    src_first = GUARD + k * (data.draw(hst.integers(0, n - 1 - (shi - slo))) - slo)
+    expected = brute_copy_bytes(buf, dst_first, dst_strides, buf, src_first, src_strides,
+                                sizes, k)
+    _core.copy_memory(address(buf, dst_first), address(buf, src_first), sizes, dst_strides,
+                      src_strides, k, threads)
+    assert_same_bytes(buf, expected, f"{case} dst at {dst_first}, src at {src_first}")
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 3, 4, 6, 8, 12, 16])
+def test_copy_memory_rank0_and_size1(itemsize):
+    for sizes, dst_strides, src_strides in [((), (), ()), ((1,), (5,), (-3,)),
+                                            ((1, 1, 1), (0, -7, 9), (4, 0, -1))]:
+        src = random_bytes(itemsize + 2 * GUARD, itemsize)
+        dst = sentinel(itemsize + 2 * GUARD)
+        expected = dst.copy()
+        expected[GUARD:GUARD + itemsize] = src[GUARD:GUARD + itemsize]
+        _core.copy_memory(address(dst, GUARD), address(src, GUARD), sizes, dst_strides,
+                          src_strides, itemsize)
+        assert_same_bytes(dst, expected, str(sizes))
+
+
+@pytest.mark.parametrize("sizes", [(0,), (0, 5), (5, 0, 3), (3, 4, 0)])
+def test_copy_memory_size0_touches_nothing(sizes):
+    strides = ref_packed_strides(sizes, tuple(range(len(sizes))))
+    _core.copy_memory(0, 0, sizes, strides, strides, 4)                 # null addresses
+    _core.copy_memory(0, 0, sizes, (0,) * len(sizes), strides, 4)       # stride 0 is fine
+    dst = sentinel(2 * GUARD)
+    _core.copy_memory(address(dst, GUARD), address(dst, GUARD + 4), sizes, strides, strides, 8)
+    assert_same_bytes(dst, sentinel(2 * GUARD))
+
+
+def test_copy_memory_nonoverlapping_interleaved_destination():
+    """Strides (3, 2) on sizes (2, 2) reach 0, 2, 3, 5: interleaved, yet no element twice."""
+    src = random_bytes(4 * 4 + 2 * GUARD, 7)
+    dst = sentinel(6 * 4 + 2 * GUARD)
+    expected = brute_copy_bytes(dst, GUARD, (3, 2), src, GUARD, (2, 1), (2, 2), 4)
+    _core.copy_memory(address(dst, GUARD), address(src, GUARD), (2, 2), (3, 2), (2, 1), 4)
+    assert_same_bytes(dst, expected)
+
+
+def test_repeated_copies_reuse_no_stale_plan():
+    """Plans are cached by (sizes, strides, itemsize): alternate configurations that differ in
+    one of them only, with fresh buffers at new addresses every time."""
+    configs = [
+        ((4, 4), (4, 1), (1, 4), 4),
+        ((4, 4), (4, 1), (1, 4), 2),
+        ((4, 4), (4, 1), (1, 4), 3),
+        ((4, 4), (1, 4), (4, 1), 4),
+        ((4, 4), (4, 1), (4, 1), 4),
+        ((4, 4), (4, 1), (0, 1), 4),
+        ((4, 4), (4, 1), (-4, 1), 4),
+        ((4, 4), (5, 1), (1, 4), 4),
+        ((4, 5), (5, 1), (1, 4), 4),
+        ((5, 4), (4, 1), (1, 5), 4),
+        ((2, 3, 4), (12, 4, 1), (1, 2, 6), 8),
+        ((2, 3, 4), (12, 1, 3), (1, 2, 6), 8),
+    ]
+    for round_ in range(3):
+        for n, (sizes, dst_strides, src_strides, k) in enumerate(configs):
+            seed = 100 * round_ + n
+            src, sf = placed(sizes, src_strides, k, fill=lambda m, s=seed: random_bytes(m, s))
+            dst, df = placed(sizes, dst_strides, k, fill=sentinel, extra=round_)
+            expected = brute_copy_bytes(dst, df, dst_strides, src, sf, src_strides, sizes, k)
+            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+                              src_strides, k, THREADS[round_])
+            assert_same_bytes(dst, expected, f"round {round_}, config {n}")
+
+
+# ---- large cases: tiled, short-inner and parallel kernels ----------------------------------
+
+
+def packed(sizes, order=None):
+    """Packed strides of ``sizes`` in a physical order (outermost first; default row-major)."""
+    return ref_packed_strides(sizes, tuple(range(len(sizes))) if order is None else order)
+
+
+def blocked_pair(n, c, h, w, x):
+    """NCHW -> NCHWx as a copy between two 5-D views (N, C/x, x, H, W): (sizes, dst, src)."""
+    cb = c // x
+    sizes = (n, cb, x, h, w)
+    src = (c * h * w, x * h * w, h * w, w, 1)
+    dst = (cb * h * w * x, h * w * x, 1, w * x, x)
+    return sizes, dst, src
+
+
+def _big_cases():
+    c = []
+
+    def add(name, sizes, dst, src, k):
+        c.append(pytest.param(sizes, dst, src, k, id=name))
+
+    for k, (r, s) in [(4, (1000, 1000)), (1, (1000, 1000)), (1, (1001, 999)), (2, (777, 1025)),
+                      (8, (513, 259)), (16, (300, 301)), (3, (300, 301)), (6, (257, 255)),
+                      (12, (130, 129))]:
+        add(f"transpose-{r}x{s}-i{k}", (r, s), packed((r, s)), packed((r, s), (1, 0)), k)
+    for k, n, ch, h, w in [(1, 2, 3, 257, 259), (1, 2, 4, 257, 259), (4, 1, 3, 255, 257),
+                           (4, 2, 16, 33, 35), (2, 3, 5, 67, 65), (3, 2, 3, 64, 65)]:
+        nchw = (n, ch, h, w)
+        add(f"nchw-nhwc-{nchw}-i{k}", nchw, packed(nchw, (0, 2, 3, 1)), packed(nchw), k)
+        add(f"nhwc-nchw-{nchw}-i{k}", nchw, packed(nchw), packed(nchw, (0, 2, 3, 1)), k)
+    s5 = (2, 5, 9, 17, 19)
+    add("ncdhw-ndhwc-i4", s5, packed(s5, (0, 2, 3, 4, 1)), packed(s5), 4)
+    for k, (n, ch, h, w, x) in [(1, (2, 64, 17, 19, 32)), (4, (3, 20, 31, 33, 4)),
+                                (1, (1, 64, 9, 13, 64)), (2, (2, 16, 21, 23, 8))]:
+        sizes, dst, src = blocked_pair(n, ch, h, w, x)
+        add(f"nchw-nchw{x}-{(n, ch, h, w)}-i{k}", sizes, dst, src, k)
+        add(f"nchw{x}-nchw-{(n, ch, h, w)}-i{k}", sizes, src, dst, k)
+    add("padded-to-packed-i4", (999, 1000), packed((999, 1000)), (1024, 1), 4)
+    add("packed-to-padded-i1", (1000, 1000), (1003, 1), packed((1000, 1000)), 1)
+    add("transpose-to-padded-i4", (700, 600), (613, 1), (1, 700), 4)
+    add("broadcast-row-i4", (1000, 1000), packed((1000, 1000)), (0, 1), 4)
+    add("broadcast-column-i1", (1000, 1000), packed((1000, 1000)), (1, 0), 1)
+    add("broadcast-scalar-i16", (700, 300), packed((700, 300)), (0, 0), 16)
+    add("broadcast-inner-i3", (300, 301, 2), packed((300, 301, 2)), (301, 1, 0), 3)
+    add("broadcast-to-transposed-i2", (500, 400), packed((500, 400), (1, 0)), (0, 1), 2)
+    add("reversed-source-i4", (1000, 1000), packed((1000, 1000)), (-1000, -1), 4)
+    add("reversed-dst-rows-i1", (1000, 1000), (-1000, 1), packed((1000, 1000)), 1)
+    add("reversed-transpose-i8", (300, 500), (-500, 1), (1, -300), 8)
+    add("contiguous-1d-i1", (3_000_001,), (1,), (1,), 1)
+    add("strided-1d-i8", (400_000,), (1,), (3,), 8)
+    add("gather-1d-i6", (100_003,), (2,), (-1,), 6)
+    s4 = (3, 37, 41, 43)
+    add("permute-4d-i8", s4, packed(s4), packed(s4, (0, 3, 1, 2)), 8)
+    s6 = (5, 6, 7, 8, 9, 2)
+    add("permute-6d-i2", s6, packed(s6, (1, 0, 3, 2, 5, 4)), packed(s6, (5, 4, 3, 2, 1, 0)), 2)
+    add("batched-transpose-i4", (8, 300, 301), packed((8, 300, 301)),
+        packed((8, 300, 301), (0, 2, 1)), 4)
+    add("size1-dims-i4", (1, 1000, 1, 999), (7, 999, -5, 1), (0, 1, 3, 1000), 4)
+    add("small-transpose-i4", (3, 5), (5, 1), (1, 3), 4)
+    add("sixteen-elements-i4", (16,), (1,), (1,), 4)
+    return c
+
+
+@pytest.mark.parametrize(("sizes", "dst_strides", "src_strides", "k"), _big_cases())
+def test_large_copies_with_guards_and_any_thread_count(sizes, dst_strides, src_strides, k):
+    src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, len(sizes) + k))
+    dst0, df = placed(sizes, dst_strides, k, fill=sentinel)
+    expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
+    results = {}
+    for threads in THREADS:
+        dst = dst0.copy()
+        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides, k,
+                          threads)
+        assert_same_bytes(dst, expected, f"num_threads={threads}")
+        results[threads] = dst
+    assert results[1].tobytes() == results[2].tobytes()
+
+
+def _overlap_cases():
+    c = []
+
+    def add(name, n_bytes, sizes, dst_first, dst, src_first, src, k):
+        c.append(pytest.param(n_bytes, sizes, dst_first, dst, src_first, src, k, id=name))
+
+    add("self-transpose-f32", 1000 * 1000 * 4, (1000, 1000), 0, (1000, 1), 0, (1, 1000), 4)
+    add("self-transpose-u8-odd", 999 * 999, (999, 999), 0, (999, 1), 0, (1, 999), 1)
+    add("self-transpose-c128", 200 * 200 * 16, (200, 200), 0, (200, 1), 0, (1, 200), 16)
+    add("self-transpose-v3", 301 * 301 * 3, (301, 301), 0, (301, 1), 0, (1, 301), 3)
+    add("shift-forward-u8", 1_000_001, (1_000_000,), 1, (1,), 0, (1,), 1)
+    add("shift-backward-u8", 1_000_001, (1_000_000,), 0, (1,), 1, (1,), 1)
+    add("shift-forward-f32", 4 * 1_000_003, (1_000_000,), 12, (1,), 0, (1,), 4)
+    add("shift-backward-2d-f64", 8 * 501 * 501, (500, 500), 0, (501, 1), 8 * 501, (501, 1), 8)
+    add("reverse-in-place-f64", 8 * 500_000, (500_000,), 0, (1,), 8 * 499_999, (-1,), 8)
+    add("reverse-rows-in-place-u8", 1000 * 1000, (1000, 1000), 0, (1000, 1), 999 * 1000,
+        (-1000, 1), 1)
+    nchw = (2, 3, 257, 259)
+    add("nchw-to-nhwc-in-place-u8", 2 * 3 * 257 * 259, nchw, 0, packed(nchw, (0, 2, 3, 1)), 0,
+        packed(nchw), 1)
+    add("transpose-into-lower-rows-f32", 4 * 1100 * 1000, (1000, 1000), 4 * 100 * 1000,
+        (1000, 1), 0, (1, 1000), 4)
+    add("broadcast-row-over-itself-i4", 4 * 1000 * 1000, (1000, 1000), 0, (1000, 1), 4 * 1000,
+        (0, 1), 4)
+    return c
+
+
+@pytest.mark.parametrize(("n_bytes", "sizes", "dst_first", "dst_strides", "src_first",
+                          "src_strides", "k"), _overlap_cases())
+def test_large_overlapping_copies(n_bytes, sizes, dst_first, dst_strides, src_first,
+                                  src_strides, k):
+    original = random_bytes(n_bytes + 2 * GUARD, n_bytes)
+    df, sf = GUARD + dst_first, GUARD + src_first
+    expected = numpy_copy_bytes(original, df, dst_strides, original, sf, src_strides, sizes, k)
+    results = {}
+    for threads in THREADS:
+        buf = original.copy()
+        _core.copy_memory(address(buf, df), address(buf, sf), sizes, dst_strides, src_strides, k,
+                          threads)
+        assert_same_bytes(buf, expected, f"num_threads={threads}")
+        results[threads] = buf
+    assert results[1].tobytes() == results[2].tobytes()
+
+
+# ---- medium random layouts; the engine's tuning forced to its extremes ---------------------
+
+
+@contextlib.contextmanager
+def tuned(**kwargs):
+    """Run with the copy engine's tuning constants changed (plans are re-made), then restore."""
+    old = _core._tune(**kwargs)
+    try:
+        yield
+    finally:
+        _core._tune(*old)
+
+
+TINY = {"tile_bytes": 16, "block_bytes": 16, "thread_bytes": 1, "nt_bytes": 0}
+
+
+@settings(max_examples=40)
+@given(sizes=medium_sizes(), data=hst.data())
+def test_copy_memory_medium_random_layouts(sizes, data):
+    """Thousands of elements, random physical orders, padding, flips, broadcast sources: the
+    tiled transposes, short-inner kernels and block splits on shapes of no particular tile
+    multiple; 1 and 2 threads, and again with streaming stores forced on."""
+    dst_strides = data.draw(permuted_strides(sizes))
+    src_strides = data.draw(permuted_strides(sizes, broadcast=True))
+    k = data.draw(hst.sampled_from(COPY_ITEMSIZES))
+    src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, n))
+    dst0, df = placed(sizes, dst_strides, k, fill=sentinel, extra=data.draw(hst.integers(0, 9)))
+    expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
+    for threads, tuning in [(1, {}), (2, {}), (2, {"nt_bytes": 0})]:
+        dst = dst0.copy()
+        with tuned(**tuning):
+            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+                              src_strides, k, threads)
+        assert_same_bytes(dst, expected, f"num_threads={threads} {tuning}")
+
+
+@given(case=copy_cases(), threads=hst.sampled_from([1, 2, 3]), shared=hst.booleans(),
+       seed=hst.integers(0, 2**32 - 1), data=hst.data())
+def test_copy_memory_with_tiny_blocks_and_forced_threads(case, threads, shared, seed, data):
+    """Blocks and tiles of 16 bytes, a thread for every byte of work, streaming stores on every
+    copy: small cases then run through many blocks, odometer steps and thread shares."""
+    sizes, dst_strides, src_strides, k = case
+    if shared:
+        dlo, dhi = element_span(sizes, dst_strides)
+        slo, shi = element_span(sizes, src_strides)
+        n = max(dhi - dlo, shi - slo) + 1 + data.draw(hst.integers(0, 3))
+        src = dst = random_bytes(n * k + 2 * GUARD, seed)
+        df = GUARD + k * (data.draw(hst.integers(0, n - 1 - (dhi - dlo))) - dlo)
+        sf = GUARD + k * (data.draw(hst.integers(0, n - 1 - (shi - slo))) - slo)
+    else:
+        src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, seed))
+        dst, df = placed(sizes, dst_strides, k, fill=sentinel)
+    expected = brute_copy_bytes(dst, df, dst_strides, src, sf, src_strides, sizes, k)
+    with tuned(**TINY):
+        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
+                          k, threads)
+    assert_same_bytes(dst, expected, f"{case} shared={shared}")
+
+
+@pytest.mark.parametrize(("name", "sizes", "dst_strides", "src_strides", "k", "dst_shift"), [
+    ("contiguous-40MB-unaligned", (40 * 2**20 + 3,), (1,), (1,), 1, 5),
+    ("transpose-3000-f32", (3000, 3000), (3000, 1), (1, 3000), 4, 0),
+    ("transpose-3000-f32-unaligned", (3000, 2999), (2999, 1), (1, 3000), 4, 12),
+    ("nchw-nhwc-u8-c3", (12, 3, 1000, 1001), packed((12, 3, 1000, 1001), (0, 2, 3, 1)),
+     packed((12, 3, 1000, 1001)), 1, 1),
+])
+def test_copies_large_enough_for_streaming_stores(name, sizes, dst_strides, src_strides, k,
+                                                  dst_shift):
+    """Copies of more than 32 MiB (the default threshold of non-temporal stores)."""
+    src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, 9))
+    dst0, df = placed(sizes, dst_strides, k, fill=sentinel, extra=dst_shift)
+    df += dst_shift
+    dst0 = np.concatenate([dst0, sentinel(dst_shift, 7)])
+    expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
+    for threads in (1, 2):
+        dst = dst0.copy()
+        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
+                          k, threads)
+        assert_same_bytes(dst, expected, f"num_threads={threads}")
+
+
+@pytest.mark.parametrize("rank", [7, 8, 9, 12, 33, 64])
+def test_copy_memory_high_ranks(rank):
+    """Ranks past the plan cache's (8) and up to MAX_RANK, size-1 dims with odd strides."""
+    rng = np.random.default_rng(rank)
+    for trial in range(4):
+        sizes = [1] * rank
+        for axis in rng.choice(rank, size=min(rank, 10), replace=False):
+            sizes[axis] = 2
+        sizes = tuple(sizes)
+        dst_strides = list(packed(sizes, tuple(rng.permutation(rank))))
+        src_strides = list(packed(sizes, tuple(rng.permutation(rank))))
+        for axis in range(rank):
+            if sizes[axis] == 1:
+                dst_strides[axis] = int(rng.integers(-5, 6))
+                src_strides[axis] = int(rng.integers(-5, 6))
+            elif rng.integers(0, 3) == 0:
+                src_strides[axis] = -src_strides[axis]
+        k = int(rng.choice(COPY_ITEMSIZES))
+        src, sf = placed(sizes, src_strides, k, fill=lambda n, t=trial: random_bytes(n, t))
+        dst, df = placed(sizes, dst_strides, k, fill=sentinel)
+        expected = brute_copy_bytes(dst, df, dst_strides, src, sf, src_strides, sizes, k)
+        for threads in THREADS:
+            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+                              src_strides, k, threads)
+            assert_same_bytes(dst, expected, f"rank {rank}, trial {trial}")
+
+
+def test_concurrent_copies_from_python_threads():
+    """Copies release the GIL: several Python threads copying at once (sharing the plan cache,
+    each also asking for 2 threads) must each get their own exact result."""
+    configs = [
+        ((300, 301), packed((300, 301)), packed((300, 301), (1, 0)), 4),
+        ((2, 3, 67, 65), packed((2, 3, 67, 65), (0, 2, 3, 1)), packed((2, 3, 67, 65)), 1),
+        ((301, 300), (300, 1), (1, 301), 8),
+        ((4, 4), (4, 1), (1, 4), 4),
+        ((4, 4), (4, 1), (1, 4), 2),
+        ((5000,), (1,), (-1,), 3),
+        ((200, 200), (200, 1), (0, 1), 16),
+    ]
+    prepared = []
+    for n, (sizes, dst_strides, src_strides, k) in enumerate(configs):
+        src, sf = placed(sizes, src_strides, k, fill=lambda m, n=n: random_bytes(m, n))
+        dst0, df = placed(sizes, dst_strides, k, fill=sentinel)
+        expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
+        prepared.append((sizes, dst_strides, src_strides, k, src, sf, dst0, df, expected))
+
+    def work(worker):
+        bad = []
+        for rep in range(30):
+            sizes, dst_strides, src_strides, k, src, sf, dst0, df, expected = prepared[
+                (worker + rep) % len(prepared)]
+            dst = dst0.copy()
+            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+                              src_strides, k, 1 + rep % 2)
+            if dst.tobytes() != expected.tobytes():
+                bad.append((worker, rep, sizes))
+        return bad
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        failures = [b for result in pool.map(work, range(4)) for b in result]
+    assert failures == []
+
+
+def test_extreme_strides_on_empty_and_size1_dims():
+    """A stride matters only on a dim of more than one element: huge ones elsewhere are fine."""
+    _core.copy_memory(0, 0, (0, 3), (2**62, 2**62), (1, 1), 8)
+    _core.copy_memory(0, 0, (3, 0), (2**62, 1), (-(2**62), 1), 16)
+    for k in (1, 3, 16):
+        src = random_bytes(3 * k + 2 * GUARD, k)
+        dst = sentinel(3 * k + 2 * GUARD)
+        expected = dst.copy()
+        expected[GUARD:GUARD + 3 * k] = src[GUARD:GUARD + 3 * k]
+        _core.copy_memory(address(dst, GUARD), address(src, GUARD), (1, 3, 1),
+                          (2**62, 1, -(2**62)), (2**61, 1, 7), k)
+        assert_same_bytes(dst, expected, f"itemsize {k}")
+
+
+def test_null_address_of_a_non_empty_copy_is_refused():
+    dst = sentinel(64)
+    with pytest.raises(ValueError, match="NULL"):
+        _core.copy_memory(address(dst), 0, (4,), (1,), (1,), 4)
+    with pytest.raises(ValueError, match="NULL"):
+        _core.copy_memory(0, address(dst), (4,), (1,), (1,), 4)
+    assert_same_bytes(dst, sentinel(64))
+
+
+# ---- argument validation ------------------------------------------------------------------
+
+
+def test_resolve_threads():
+    default = _core.resolve_threads(None)
+    assert 1 <= default <= _core.max_threads()               # OpenMP's default...
+    assert default <= (os.cpu_count() or 1)                  # ...but no more than the cores
+    if not strided.openmp_enabled():
+        assert default == 1
+    assert _core.resolve_threads(1) == 1
+    assert 1 <= _core.resolve_threads(2) <= 2
+    assert _core.resolve_threads(1000) >= 1
+
+
+BAD_THREADS = [(0, ValueError), (-1, ValueError), (-(2**70), (ValueError, OverflowError)),
+               (1.5, TypeError), (2.0, TypeError), (True, TypeError), (False, TypeError),
+               ("2", TypeError), ([2], TypeError)]
+
+
+@pytest.mark.parametrize(("bad", "error"), BAD_THREADS)
+def test_bad_num_threads_is_refused_before_any_write(bad, error):
+    with pytest.raises(error):
+        _core.resolve_threads(bad)
+    src = random_bytes(64 + 2 * GUARD, 1)
+    dst = sentinel(64 + 2 * GUARD)
+    with pytest.raises(error):
+        _core.copy_memory(address(dst, GUARD), address(src, GUARD), (8, 8), (8, 1), (1, 8), 1,
+                          bad)
+    with pytest.raises(error):
+        _core.copy_memory(address(dst, GUARD), address(src, GUARD), (8, 8), (8, 1), (1, 8), 1,
+                          num_threads=bad)
+    assert_same_bytes(dst, sentinel(64 + 2 * GUARD))
+    d = np.zeros((8, 8), np.uint8)
+    s = np.arange(64, dtype=np.uint8).reshape(8, 8).T
+    with pytest.raises(error):
+        _core.copyto_buffers(d, s, bad)
+    with pytest.raises(error):
+        _core.copyto_buffers(d, s, num_threads=bad)
+    assert not d.any()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 64])
+def test_any_positive_thread_count_gives_the_same_bytes(threads):
+    sizes = (300, 301)
+    src = random_bytes(300 * 301 * 4, 5)
+    dst = sentinel(300 * 301 * 4 + 2 * GUARD)
+    expected = numpy_copy_bytes(dst, GUARD, (301, 1), src, 0, (1, 300), sizes, 4)
+    _core.copy_memory(address(dst, GUARD), address(src), sizes, (301, 1), (1, 300), 4, threads)
+    assert_same_bytes(dst, expected)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "dst_strides", "src_strides", "itemsize", "error"),
+    [
+        ((-1,), (1,), (1,), 4, ValueError),
+        ((2, -3), (3, 1), (3, 1), 4, ValueError),
+        ((2,), (1, 1), (1,), 4, ValueError),
+        ((2,), (1,), (1, 1), 4, ValueError),
+        ((2, 2), (2, 1), (2,), 4, ValueError),
+        ((1,) * 65, (1,) * 65, (1,) * 65, 4, ValueError),
+        ((2,), (1,), (1,), 0, ValueError),
+        ((2,), (1,), (1,), -4, ValueError),
+        ((2,), (1,), (1,), 1.5, TypeError),
+        ((2,), (1,), (1,), "4", TypeError),
+        ("ab", (1,), (1,), 4, TypeError),
+        (None, (1,), (1,), 4, TypeError),
+        ((2,), (1.5,), (1,), 4, TypeError),
+        ((2,), (1,), ("1",), 4, TypeError),
+        ((2.0,), (1,), (1,), 4, TypeError),
+    ],
+)
+def test_copy_memory_validates_its_arguments(sizes, dst_strides, src_strides, itemsize, error):
+    src = random_bytes(256, 2)
+    dst = sentinel(256)
+    with pytest.raises(error):
+        _core.copy_memory(address(dst, 128), address(src, 128), sizes, dst_strides, src_strides,
+                          itemsize)
+    assert_same_bytes(dst, sentinel(256))
+
+
+@pytest.mark.parametrize("bad", ["0", 1.5, None, [0], 0.0, False, True])
+def test_copy_memory_refuses_non_integer_addresses(bad):
+    src = random_bytes(64, 3)
+    dst = sentinel(64)
+    with pytest.raises(TypeError):
+        _core.copy_memory(bad, address(src), (4,), (1,), (1,), 4)
+    with pytest.raises(TypeError):
+        _core.copy_memory(address(dst), bad, (4,), (1,), (1,), 4)
+    with pytest.raises(TypeError):
+        _core.copy_memory(bad, address(src), (0,), (1,), (1,), 4)       # even for no elements
+    assert_same_bytes(dst, sentinel(64))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "dst_strides"),
+    [
+        ((3, 4), (0, 1)),            # broadcast rows
+        ((4, 3), (1, 1)),            # sliding window
+        ((5,), (0,)),
+        ((2, 2, 2), (4, 6, 10)),     # 4 + 6 == 10: only a three-way sum collides
+        ((3, 3), (-1, 1)),           # anti-diagonals
+        ((2, 1000, 1000), (1, 1000, 1)),
+    ],
+)
+def test_self_overlapping_destination_is_refused_before_any_write(sizes, dst_strides):
+    src_strides = packed(sizes)
+    src, sf = placed(sizes, src_strides, 4, fill=lambda n: random_bytes(n, 4))
+    dst, df = placed(sizes, dst_strides, 4, fill=sentinel)
+    before = dst.copy()
+    for threads in THREADS:
+        with pytest.raises(ValueError, match=r"(?s)(dst.*overlap|overlap.*dst)"):
+            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+                              src_strides, 4, threads)
+    assert_same_bytes(dst, before)
+
+
+def test_self_overlapping_destination_of_one_element_or_none_is_fine():
+    src = random_bytes(2 * GUARD + 4, 8)
+    dst = sentinel(2 * GUARD + 4)
+    expected = dst.copy()
+    expected[GUARD:GUARD + 4] = src[GUARD:GUARD + 4]
+    _core.copy_memory(address(dst, GUARD), address(src, GUARD), (1, 1), (0, 0), (0, 0), 4)
+    assert_same_bytes(dst, expected)
+    _core.copy_memory(address(dst, GUARD), address(src, GUARD), (0, 5), (0, 0), (1, 1), 4)
+    assert_same_bytes(dst, expected)
+
+
+# ---- copyto_buffers: the buffer-protocol fast path ----------------------------------------
+
+
+def _f4(shape, start=0):
+    return np.arange(start, start + int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+
+def _writeable_broadcast():
+    base = np.zeros(4, np.float32)
+    return as_strided(base, shape=(3, 4), strides=(0, 4), writeable=True)
+
+
+FAST_PAIRS = {
+    "same-layout": lambda: (np.zeros((3, 4), np.float32), _f4((3, 4), 1)),
+    "transposed-src": lambda: (np.zeros((3, 4), np.float32), _f4((4, 3), 1).T),
+    "transposed-dst": lambda: (np.zeros((4, 3), np.float32).T, _f4((3, 4), 1)),
+    "reversed-src": lambda: (np.zeros((3, 4), np.int16), np.arange(12, dtype=np.int16)
+                             .reshape(3, 4)[::-1, ::-1]),
+    "reversed-dst": lambda: (np.zeros((3, 4), np.int64)[::-1], np.arange(12).reshape(3, 4)),
+    "broadcast-src": lambda: (np.zeros((3, 4), np.float32),
+                              np.broadcast_to(_f4((4,), 1), (3, 4))),
+    "padded-src": lambda: (np.zeros((3, 4), np.complex128),
+                           (np.arange(30) * (1 + 1j)).reshape(3, 10)[:, 2:6]),
+    "rank0": lambda: (np.zeros((), np.float64), np.array(3.5)),
+    "empty": lambda: (np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32)),
+    "bool": lambda: (np.zeros(5, bool), np.array([1, 0, 1, 1, 0], bool)[::-1]),
+    "bytearray": lambda: (bytearray(6), np.arange(1, 7, dtype=np.uint8)),
+    "bytearray-from-bytes": lambda: (bytearray(6), b"abcdef"),
+    "memoryview-strided": lambda: (memoryview(bytearray(12))[::2],
+                                   memoryview(b"abcdefghijkl")[1::2]),
+    "memoryview-2d": lambda: (memoryview(bytearray(6)).cast("B", (2, 3)),
+                              np.arange(1, 7, dtype=np.uint8).reshape(3, 2).T),
+    "big-transpose": lambda: (np.zeros((500, 700), np.float32), _f4((700, 500)).T),
+}
+
+
+def as_numpy(x):
+    return np.asarray(x) if not isinstance(x, (bytes, bytearray, memoryview)) else \
+        np.array(memoryview(x))
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2])
+@pytest.mark.parametrize("name", list(FAST_PAIRS))
+def test_copyto_buffers_copies_numpy_and_buffers(name, threads):
+    dst, src = FAST_PAIRS[name]()
+    expected = as_numpy(dst).copy()
+    np.copyto(expected, as_numpy(src))
+    assert _core.copyto_buffers(dst, src, threads) is True
+    np.testing.assert_array_equal(as_numpy(dst), expected)
+
+
+def test_copyto_buffers_overlapping_views_of_one_array():
+    a = np.arange(100 * 100, dtype=np.float64).reshape(100, 100)
+    expected = a.T.copy()
+    assert _core.copyto_buffers(a, a.T) is True
+    np.testing.assert_array_equal(a, expected)
+    b = np.arange(1000, dtype=np.int32)
+    expected = b[:-3].copy()
+    assert _core.copyto_buffers(b[3:], b[:-3]) is True
+    np.testing.assert_array_equal(b[3:], expected)
+    c = np.arange(1001, dtype=np.uint8)
+    expected = c[::-1].copy()
+    assert _core.copyto_buffers(c, c[::-1]) is True
+    np.testing.assert_array_equal(c, expected)
+
+
+def _readonly():
+    a = np.zeros((3, 4), np.float32)
+    a.flags.writeable = False
+    return a
+
+
+DECLINED = {
+    "readonly-dst": lambda: (_readonly(), _f4((3, 4))),
+    "bytes-dst": lambda: (b"\0\0\0", bytearray(b"xyz")),
+    "readonly-memoryview-dst": lambda: (memoryview(b"\0\0\0"), b"xyz"),
+    "broadcast_to-dst": lambda: (np.broadcast_to(np.zeros(4, np.float32), (3, 4)), _f4((3, 4))),
+    "self-overlapping-dst": lambda: (_writeable_broadcast(), _f4((3, 4), 1)),
+    "float-vs-int": lambda: (np.zeros(4, np.float32), np.arange(1, 5, dtype=np.int32)),
+    "float32-vs-float64": lambda: (np.zeros(4, np.float32), np.arange(1.0, 5.0)),
+    "byte-order": lambda: (np.zeros(4, ">i4"), np.arange(1, 5, dtype="<i4")),
+    "bool-vs-uint8": lambda: (np.zeros(4, bool), np.arange(1, 5, dtype=np.uint8)),
+    "S3-vs-V3": lambda: (np.zeros(2, "S3"), np.array([b"abc", b"def"], "S3").view("V3")),
+    "shape": lambda: (np.zeros((3, 4), np.float32), _f4((4, 3), 1)),
+    "size": lambda: (np.zeros((3, 4), np.float32), _f4((3, 5), 1)),
+    "rank": lambda: (np.zeros(12, np.float32), _f4((3, 4), 1)),
+    "rank-size1": lambda: (np.zeros((1, 3, 4), np.float32), _f4((3, 4), 1)),
+    "broadcastable": lambda: (np.zeros((3, 4), np.float32), _f4((1, 4), 1)),
+    "object": lambda: (np.array([None, None], object), np.array([1, "x"], object)),
+    "object-dst": lambda: (np.array([None, None], object), np.arange(2)),
+    "list-src": lambda: (np.zeros(3), [1.0, 2.0, 3.0]),
+    "list-dst": lambda: ([0.0, 0.0, 0.0], np.arange(1.0, 4.0)),
+    "none-src": lambda: (np.zeros(3), None),
+    "int-src": lambda: (np.zeros(()), 3),
+    "str-src": lambda: (bytearray(3), "abc"),
+    "datetime64-no-buffer": lambda: (np.zeros(3, "M8[s]"), np.arange(1, 4).astype("M8[s]")),
+}
+
+
+def snapshot(x):
+    if isinstance(x, list):
+        return list(x)
+    a = as_numpy(x)
+    return a.copy() if a.dtype != object else list(a.reshape(-1))
+
+
+@pytest.mark.parametrize("name", list(DECLINED))
+def test_copyto_buffers_declines_and_writes_nothing(name):
+    dst, src = DECLINED[name]()
+    before = snapshot(dst)
+    assert _core.copyto_buffers(dst, src) is False
+    after = snapshot(dst)
+    if isinstance(before, list):
+        assert after == before
+    else:
+        assert after.tobytes() == before.tobytes()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (np.zeros(4, np.int64), np.arange(1, 5, dtype=np.longlong)),     # 'l' vs 'q'
+        lambda: (np.zeros(3, "V3"), np.frombuffer(b"abcdefghi", "V3")[::-1]),
+        lambda: (np.zeros(3, "S3"), np.array([b"abc", b"de", b"f"])[::-1]),
+        lambda: (np.zeros(3, [("a", "u1"), ("b", "<u2")]),
+                 np.array([(1, 2), (3, 4), (5, 6)], [("a", "u1"), ("b", "<u2")])[::-1]),
+        lambda: (np.zeros((2, 3), ">f8"), np.arange(6, dtype=">f8").reshape(3, 2).T),
+        lambda: (np.zeros(4, "U2"), np.array(["ab", "c", "", "zz"])),
+    ],
+)
+def test_copyto_buffers_on_unusual_formats_copies_right_or_declines(make):
+    dst, src = make()
+    before = dst.copy()
+    done = _core.copyto_buffers(dst, src)
+    assert done in (True, False)
+    if done:
+        assert dst.tobytes() == np.ascontiguousarray(src).tobytes()
+    else:
+        assert dst.tobytes() == before.tobytes()
+
+
+# ---- inputs that would crash the process if a check were missing: in a subprocess ----------
+
+RISKY_SCRIPT = """
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+from strided import _core
+
+results = {}
+
+
+def probe(fn):
+    try:
+        results[fn.__name__] = fn() or "ok"
+    except Exception as exc:
+        results[fn.__name__] = f"{type(exc).__name__}: {exc}".replace(chr(10), " ")
+
+
+def refused(sizes, dst_strides, src_strides, itemsize, errors=(OverflowError, ValueError)):
+    dst = np.full(256, 7, np.uint8)
+    src = np.arange(256, dtype=np.uint8)
+    try:
+        _core.copy_memory(dst.ctypes.data + 128, src.ctypes.data + 128, sizes, dst_strides,
+                          src_strides, itemsize)
+    except errors:
+        assert (dst == 7).all(), "written before the error"
+        return "ok"
+    return f"accepted {sizes} {dst_strides} {src_strides} {itemsize}"
+
+
+def overflow_byte_offset():
+    return refused((2,), (2**62,), (1,), 8)
+
+
+def overflow_src_byte_offset():
+    return refused((2,), (1,), (2**61,), 16)
+
+
+def overflow_stride_value():
+    return refused((2,), (2**63,), (1,), 4)
+
+
+def overflow_negative_stride_value():
+    return refused((2,), (1,), (-(2**63) - 1,), 4)
+
+
+def overflow_size_value():
+    return refused((2**63,), (1,), (1,), 1)
+
+
+def overflow_element_count():
+    return refused((2**32, 2**32), (2**32, 1), (2**32, 1), 1)
+
+
+def overflow_span():
+    return refused((3, 2**62), (2**62, 1), (0, 1), 1)
+
+
+def _unaligned(k, sizes, dst_order, src_order, shift_dst, shift_src, threads):
+    def packed(sizes, order):
+        strides = [0] * len(sizes)
+        acc = 1
+        for axis in reversed(order):
+            strides[axis] = acc
+            acc *= sizes[axis]
+        return tuple(strides)
+    n = int(np.prod(sizes))
+    ds, ss = packed(sizes, dst_order), packed(sizes, src_order)
+    rng = np.random.default_rng(k)
+    src = rng.integers(0, 256, n * k + 64, dtype=np.uint8)
+    dst = np.full(n * k + 64, 0xA5, np.uint8)
+    expected = dst.copy()
+    dtype = np.dtype(f"V{k}")
+    view = lambda b, first, s: as_strided(b[first:first + k].view(dtype), sizes,
+                                          [x * k for x in s])
+    np.copyto(view(expected, 8 + shift_dst, ds), view(src, 8 + shift_src, ss))
+    _core.copy_memory(dst.ctypes.data + 8 + shift_dst, src.ctypes.data + 8 + shift_src, sizes,
+                      ds, ss, k, threads)
+    bad = np.flatnonzero(dst != expected)
+    assert bad.size == 0, f"{bad.size} bytes differ"
+
+
+def unaligned_transposes():
+    for k in (2, 4, 8, 16):
+        for shift_dst, shift_src in ((1, 3), (k - 1, 0), (0, 1)):
+            for threads in (1, 2):
+                _unaligned(k, (301, 257), (0, 1), (1, 0), shift_dst, shift_src, threads)
+                _unaligned(k, (2, 3, 67, 65), (0, 2, 3, 1), (0, 1, 2, 3), shift_dst,
+                           shift_src, threads)
+                _unaligned(k, (100_001,), (0,), (0,), shift_dst, shift_src, threads)
+
+
+def partial_element_overlap():
+    # src and dst in one buffer, one byte apart: elements overlap partly
+    for k, sizes, ds, ss in [(4, (100_000,), (1,), (1,)), (8, (300, 300), (300, 1), (1, 300)),
+                             (4, (300, 300), (300, 1), (1, 300)), (16, (50_000,), (1,), (-1,)),
+                             (3, (500, 501), (501, 1), (1, 500))]:
+        for delta in (1, -1, 2):
+            for threads in (1, 2):
+                n = int(np.prod(sizes))
+                buf = np.random.default_rng(k).integers(0, 256, n * k + 64, dtype=np.uint8)
+                snap = buf.copy()
+                expected = buf.copy()
+                d0, s0 = 32, 32 + delta
+                if ss[0] < 0:
+                    s0 += (sizes[0] - 1) * k
+                dtype = np.dtype(f"V{k}")
+                view = lambda b, first, s: as_strided(b[first:first + k].view(dtype), sizes,
+                                                      [x * k for x in s])
+                np.copyto(view(expected, d0, ds), view(snap, s0, ss))
+                _core.copy_memory(buf.ctypes.data + d0, buf.ctypes.data + s0, sizes, ds, ss, k,
+                                  threads)
+                bad = np.flatnonzero(buf != expected)
+                assert bad.size == 0, f"k={k} {sizes} delta={delta}: {bad.size} bytes differ"
+
+
+def default_threads_respect_omp_num_threads():
+    # this subprocess runs with OMP_NUM_THREADS=1
+    assert _core.resolve_threads(None) == 1, _core.resolve_threads(None)
+    assert _core.resolve_threads(2) in (1, 2)
+
+
+for fn in [default_threads_respect_omp_num_threads, overflow_byte_offset,
+           overflow_src_byte_offset, overflow_stride_value, overflow_negative_stride_value,
+           overflow_size_value, overflow_element_count, overflow_span, unaligned_transposes,
+           partial_element_overlap]:
+    probe(fn)
+for name, outcome in results.items():
+    print(f"{name}: {outcome}")
+"""
+
+RISKY = ["default_threads_respect_omp_num_threads", "overflow_byte_offset",
+         "overflow_src_byte_offset", "overflow_stride_value", "overflow_negative_stride_value",
+         "overflow_size_value", "overflow_element_count", "overflow_span", "unaligned_transposes",
+         "partial_element_overlap"]
+
+
+@pytest.fixture(scope="module")
+def risky_results():
+    out = run_isolated(RISKY_SCRIPT, OMP_NUM_THREADS="1")
+    return dict(line.split(": ", 1) for line in out.splitlines())
+
+
+@pytest.mark.parametrize("name", RISKY)
+def test_risky_inputs_in_subprocess(risky_results, name):
+    assert risky_results[name] == "ok"
