@@ -550,20 +550,12 @@ def machine_facts() -> list[str]:
     ]
 
 
-def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
-    """The results as a fixed-width table (a pipe table with ``markdown=True``)."""
-    header = ["case", "rank", "operation", "strided ns", "python ns", "py/strided",
-              "strided min", f"<= {AIM_NS / 1000:g} us", "note"]
-    rows = []
-    for r in results:
-        aim = ("yes" if r.meets_aim else "NO") if r.aim_applies else "-"
-        rows.append([r.case.name, str(r.case.rank), r.operation, f"{r.strided_median:,.0f}",
-                     f"{r.python_median:,.0f}", f"{r.ratio:.2f}x", f"{min(r.strided_ns):,.0f}",
-                     aim, r.note])
-    right = {1, 3, 4, 5, 6}
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int],
+                 markdown: bool) -> str:
+    """A fixed-width table (a pipe table with ``markdown``), columns in ``right`` right-aligned."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
-    def line(cells: list[str]) -> str:
+    def line(cells: Sequence[str]) -> str:
         padded = [c.rjust(w) if i in right else c.ljust(w)
                   for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
         if markdown:
@@ -578,6 +570,19 @@ def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
         out.append("  ".join("-" * w for w in widths))
     out.extend(line(row) for row in rows)
     return "\n".join(out)
+
+
+def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
+    """The results as a fixed-width table (a pipe table with ``markdown=True``)."""
+    header = ["case", "rank", "operation", "strided ns", "python ns", "py/strided",
+              "strided min", f"<= {AIM_NS / 1000:g} us", "note"]
+    rows = []
+    for r in results:
+        aim = ("yes" if r.meets_aim else "NO") if r.aim_applies else "-"
+        rows.append([r.case.name, str(r.case.rank), r.operation, f"{r.strided_median:,.0f}",
+                     f"{r.python_median:,.0f}", f"{r.ratio:.2f}x", f"{min(r.strided_ns):,.0f}",
+                     aim, r.note])
+    return render_table(header, rows, {1, 3, 4, 5, 6}, markdown)
 
 
 def aim_summary(results: Sequence[Result]) -> str:

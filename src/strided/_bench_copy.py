@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from strided._bench import _calibrate, machine_facts
+from strided._bench import _calibrate, machine_facts, render_table
 
 __all__ = [
     "CASES",
@@ -582,27 +582,6 @@ def small_copy(*, repeat: int = 15, sample_ms: float = 20.0, with_torch: bool = 
 # --------------------------------------------------------------------------------------------
 
 
-def _table(header: list[str], rows: list[list[str]], right: set[int], markdown: bool) -> str:
-    """A fixed-width table (a pipe table with ``markdown``), columns in ``right`` right-aligned."""
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        padded = [c.rjust(w) if i in right else c.ljust(w)
-                  for i, (c, w) in enumerate(zip(cells, widths))]
-        if markdown:
-            return ("| " + " | ".join(padded) + " |").rstrip()
-        return "  ".join(padded).rstrip()
-
-    out = [line(header)]
-    if markdown:
-        out.append("|" + "|".join(("-" * (w + 1) + ":") if i in right else "-" * (w + 2)
-                                  for i, w in enumerate(widths)) + "|")
-    else:
-        out.append("  ".join("-" * w for w in widths))
-    out.extend(line(row) for row in rows)
-    return "\n".join(out)
-
-
 def _fmt_gbps(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
@@ -629,7 +608,7 @@ def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
                 "-" if r.others is None else f"{100 * r.others:.0f}%"]
         rows.append(row)
     right = {2, *range(4, len(header))} - {len(header) - 3}
-    return _table(header, rows, right, markdown)
+    return render_table(header, rows, right, markdown)
 
 
 def _geomean(values: Sequence[float]) -> float:
