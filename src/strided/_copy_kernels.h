@@ -371,12 +371,11 @@ ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16)
 
 #define ST_DEFINE_BUFFERED(T, M, MICRO, NAME)                                                 \
 static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C,       \
-                 int nt)                                                                      \
+                 int nt, char *scratch)                                                       \
 {                                                                                             \
-    union { T t[ST_TILE_BUF / sizeof(T)]; uint64_t align_; } u_;                             \
     T *d = (T *)dst;                                                                          \
     const T *s = (const T *)src;                                                              \
-    T *buf = dp == C && C * (st_idx)sizeof(T) <= ST_DIRECT_ROW ? d : u_.t;                      \
+    T *buf = dp == C && C * (st_idx)sizeof(T) <= ST_DIRECT_ROW ? d : (T *)(void *)scratch;     \
     st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
     if (buf == d) {                                                                           \
         /* one vector per destination row, rows back to back: write them in order */        \
@@ -517,21 +516,38 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
     return r;
 }
 
+/* This thread's staging tile: thread-local (a dynamic TLS block, allocated once per thread by
+ * the C runtime), so neither small thread stacks nor a malloc per copy are involved. */
+#if defined(_MSC_VER)
+#define ST_THREAD_LOCAL __declspec(thread)
+#else
+#define ST_THREAD_LOCAL _Thread_local
+#endif
+static char *st_scratch(void)
+{
+    static ST_THREAD_LOCAL union { char b[ST_TILE_BUF]; uint64_t align_; } tile;
+    return tile.b;
+}
+
 /* One block of the plan (strides in elements of `itemsize` bytes, itemsize 1/2/4/8/16).
- * ST_BLOCK_TBUF blocks fit the staging tile and span a micro-tile each way. */
+ * ST_BLOCK_TBUF blocks fit the staging tile `scratch` (ST_TILE_BUF bytes, st_scratch()) and
+ * span a micro-tile each way; without scratch they are transposed in place, which is correct
+ * for any block. */
 enum { ST_BLOCK_TBUF = 2 };
 
 static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, st_idx dq,
                                  const char *src, st_idx sp, st_idx sq, st_idx R, st_idx C,
-                                 int nt)
+                                 int nt, char *scratch)
 {
+    if (kind == ST_BLOCK_TBUF && scratch == NULL)
+        kind = ST_BLOCK_TRANSPOSE;
     if (kind == ST_BLOCK_TBUF) {
         switch (itemsize) {
-            case 1: st_tbuf_1(dst, dp, src, sq, R, C, nt); return;
-            case 2: st_tbuf_2(dst, dp, src, sq, R, C, nt); return;
-            case 4: st_tbuf_4(dst, dp, src, sq, R, C, nt); return;
-            case 8: st_tbuf_8(dst, dp, src, sq, R, C, nt); return;
-            default: st_tbuf_16(dst, dp, src, sq, R, C, nt); return;
+            case 1: st_tbuf_1(dst, dp, src, sq, R, C, nt, scratch); return;
+            case 2: st_tbuf_2(dst, dp, src, sq, R, C, nt, scratch); return;
+            case 4: st_tbuf_4(dst, dp, src, sq, R, C, nt, scratch); return;
+            case 8: st_tbuf_8(dst, dp, src, sq, R, C, nt, scratch); return;
+            default: st_tbuf_16(dst, dp, src, sq, R, C, nt, scratch); return;
         }
     }
     if (kind == ST_BLOCK_TRANSPOSE) {

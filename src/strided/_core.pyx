@@ -1659,8 +1659,9 @@ cdef extern from "_copy_kernels.h":
         ST_TILE_BUF
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
-                       Py_ssize_t R, Py_ssize_t C, int nt) noexcept nogil
+                       Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
     void st_store_fence() noexcept nogil
+    char* st_scratch() noexcept nogil
 
 ctypedef struct CopyPlan:
     int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
@@ -1686,7 +1687,8 @@ cdef int64_t _NT_BYTES = 32 * 1024 * 1024  # copies this large write with stream
 cdef int64_t _NOGIL_BYTES = 16 * 1024   # smaller copies keep the GIL (and one thread)
 # transposes through the staging tile: -1 when _staged() says so, 0 never, 1 always
 cdef int _STAGED = -1
-cdef int64_t _STAGE_BYTES = 65536   # the staging tile's size (at most ST_TILE_BUF)
+cdef int64_t _STAGE_BYTES = 65536   # the staging tile's size (at most ST_TILE_BUF) ...
+cdef int64_t _STAGE_BIG_FROM = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
 
 
 def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
@@ -1833,7 +1835,10 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
     cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
-    cdef int64_t room = _STAGE_BYTES // P.unit
+    # A copy that fits the caches stages through an L1-sized tile; a large one through a bigger
+    # tile, whose longer runs per row suit DRAM better (both measured).
+    cdef int64_t room = (_STAGE_BYTES if P.nbytes >= _STAGE_BIG_FROM else
+                         min(_STAGE_BYTES, <int64_t>16384)) // P.unit
     cdef int i
     # Streaming stores pay off for long runs written in order (measured: large padded and
     # broadcast copies), not for a transpose's scattered tile rows (measured slower).
@@ -1870,8 +1875,11 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
     cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0
     cdef int64_t u = P.unit
     cdef int i
+    cdef char* scratch = NULL
     if lo >= hi:
         return
+    if P.kind == ST_BLOCK_TBUF:
+        scratch = st_scratch()   # this thread's staging tile (thread-local, not on the stack)
     bc = lo % P.nbc
     rest = lo // P.nbc
     br = rest % P.nbr
@@ -1887,7 +1895,7 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
         st_copy_block(P.kind, P.unit,
                       dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
                       src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
-                      min(P.BR, P.R - r0), min(P.BC, P.C - c0), P.nt)
+                      min(P.BR, P.R - r0), min(P.BC, P.C - c0), P.nt, scratch)
         item += 1
         if item >= hi:
             if P.nt:
