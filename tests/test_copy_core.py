@@ -922,3 +922,32 @@ def risky_results():
 @pytest.mark.parametrize("name", RISKY)
 def test_risky_inputs_in_subprocess(risky_results, name):
     assert risky_results[name] == "ok"
+
+
+def test_transposes_on_threads_with_small_stacks():
+    """The staging tile is not on the stack: a 64 KiB thread stack copies big transposes fine.
+
+    (A 64 KiB stack buffer here would overflow such a thread and kill the process, so this runs
+    in a subprocess.)
+    """
+    out = run_isolated("""
+        import threading
+        import numpy as np
+        import strided
+
+        results = []
+
+        def work():
+            for dtype in (np.uint8, np.float32, np.float64):
+                src = np.arange(600 * 700, dtype=dtype).reshape(600, 700)
+                dst = np.empty((700, 600), dtype)
+                strided.copyto(dst, src.T, num_threads=1)
+                results.append(bool(np.array_equal(dst, src.T)))
+
+        threading.stack_size(64 * 1024)
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        print(results)
+    """)
+    assert out.strip() == "[True, True, True]"
