@@ -1,0 +1,107 @@
+"""Compare copy-engine tunings on the transposing cases, each paired with a memcpy.
+
+A working tool for whoever tunes the kernel (issue 4), not a benchmark of record: it calls the
+private ``strided._core._tune`` hook, runs only strided and a single-call memcpy, alternating
+(nothing else runs between the two), and prints ``memcpy time / strided time`` for every case
+and configuration. Configurations are ``_tune`` keyword sets, given as a JSON list::
+
+    python benchmarks/tune_copy.py
+    python benchmarks/tune_copy.py --configs '[{"staged": 0}, {"staged": 1, "stage_bytes": 16384}]'
+
+``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
+stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more; ``tile_bytes``
+the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1: never).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from strided import _core
+
+Case = tuple[str, Callable[[], tuple[np.ndarray, np.ndarray]]]
+
+
+def cases(dtype: type, nbytes: int) -> Iterator[Case]:
+    """(name, make) pairs; make() returns (dst, src) views of nbytes-sized tensors."""
+    n = nbytes // np.dtype(dtype).itemsize
+    side = int(n**0.5)
+    yield "transpose2d", lambda: (np.empty((side, side), dtype), np.ones((side, side), dtype).T)
+    yield "colmajor x768", lambda: (np.empty((n // 768, 768), dtype),
+                                    np.ones((768, n // 768), dtype).T)
+    for c in (16, 64, 256):
+        hw = int((n // (8 * c)) ** 0.5)
+        yield f"NCHW->NHWC C{c}", lambda c=c, hw=hw: (
+            np.empty((8, hw, hw, c), dtype).transpose(0, 3, 1, 2), np.ones((8, c, hw, hw), dtype))
+    hw = int((n // (8 * 128)) ** 0.5)
+    yield "NCHW->NCHW32", lambda: (
+        np.empty((8, 4, hw, hw, 32), dtype).transpose(0, 1, 4, 2, 3),
+        np.ones((8, 128, hw, hw), dtype).reshape(8, 4, 32, hw, hw))
+
+
+def paired_ratio(copy: Callable[[], object], nbytes: int, scratch: np.ndarray,
+                 repeat: int) -> float:
+    """Median memcpy time over median strided time, the two alternating."""
+    src, dst = scratch[:nbytes], scratch[nbytes:2 * nbytes]
+
+    def memcpy() -> None:
+        ctypes.memmove(dst.ctypes.data, src.ctypes.data, nbytes)
+
+    copy()
+    memcpy()
+    ours, theirs = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        copy()
+        ours.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        memcpy()
+        theirs.append(time.perf_counter() - start)
+    return float(np.median(theirs) / np.median(ours))
+
+
+def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[dict],
+              scratch: np.ndarray, threads: int, repeat: int) -> list[float]:
+    """The paired ratio of one case under every configuration."""
+    dst, src = make()
+    row = []
+    for config in configs:
+        _core._tune(**config)
+        row.append(paired_ratio(lambda: _core.copyto_buffers(dst, src, threads), dst.nbytes,
+                                scratch, repeat))
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", default='[{"staged": -1}, {"staged": 0}, {"staged": 1}]')
+    parser.add_argument("--mib", type=float, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    configs = json.loads(args.configs)
+    nbytes = int(args.mib * 2**20)
+    scratch = np.ones(4 * nbytes, np.uint8)
+    print(f"memcpy time / strided time, {args.mib:g} MiB, {args.threads} threads; columns:")
+    for i, config in enumerate(configs):
+        print(f"  [{i}] {config}")
+    original = _core._tune()
+    try:
+        for dtype in (np.float32, np.uint8):
+            for name, make in cases(dtype, nbytes):
+                row = tune_case(make, configs, scratch, args.threads, args.repeat)
+                cells = "  ".join(f"{r:5.2f}" for r in row)
+                print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
+    finally:
+        keys = ("tile_bytes", "block_bytes", "thread_bytes", "nt_bytes", "staged", "stage_bytes")
+        _core._tune(**dict(zip(keys, original)))
+
+
+if __name__ == "__main__":
+    main()
