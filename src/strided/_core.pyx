@@ -1275,22 +1275,34 @@ def index(sizes, strides, offset, key):
     return tuple(out_sizes), tuple(out_strides), off
 
 
-cdef int _to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz) except -1:
-    """Divide byte strides by the itemsize in place (the rule of `element_strides`)."""
+cdef int _byte_to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz,
+                                  int64_t count) noexcept nogil:
+    """Divide byte strides by the itemsize in place (the rule of `element_strides`): a stride
+    that cannot matter (its dim has at most one element, or `count`, the number of elements,
+    is 0) becomes 0. Return 0, or 1 + the first axis whose stride is not whole elements."""
     cdef int i
-    cdef int64_t n
-    if c_size(nd, sz, &n):
-        raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
     for i in range(nd):
         if st[i] % isz == 0:
             st[i] = st[i] // isz
-        elif sz[i] <= 1 or n == 0:
+        elif sz[i] <= 1 or count == 0:
             st[i] = 0
         else:
-            raise ValueError(
-                f"byte stride {st[i]} of axis {i} is not a multiple of the itemsize {isz}: "
-                f"the array cannot be described in whole elements"
-            )
+            return i + 1
+    return 0
+
+
+cdef int _to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz) except -1:
+    """_byte_to_element_strides, raising for a stride that is not whole elements."""
+    cdef int bad
+    cdef int64_t n
+    if c_size(nd, sz, &n):
+        raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
+    bad = _byte_to_element_strides(nd, sz, st, isz, n)
+    if bad:
+        raise ValueError(
+            f"byte stride {st[bad - 1]} of axis {bad - 1} is not a multiple of the itemsize "
+            f"{isz}: the array cannot be described in whole elements"
+        )
     return 0
 
 
@@ -2128,16 +2140,9 @@ cdef int _byte_span(int nd, const int64_t* sizes, const int64_t* strides, int64_
 
 
 cdef size_t _address(object value, str name) except? 0:
-    cdef object v = value
-    if isinstance(value, bool) or type(value) is not int:
-        if isinstance(value, bool):
-            raise TypeError(f"{name} must be an integer address, not a bool ({value!r})")
-        try:
-            v = operator.index(value)
-        except TypeError:
-            raise TypeError(f"{name} must be an integer address, got "
-                            f"{type(value).__name__} {value!r}") from None
-    if v < 0 or v >= (<object>1 << (8 * sizeof(size_t))):
+    """An address: an integer (the rules of _as_int64) that is not negative."""
+    cdef int64_t v = _as_int64(value, name)
+    if v < 0:
         raise ValueError(f"{name} = {v} is not an address")
     return <size_t>v
 
@@ -2205,26 +2210,21 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
 cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
 
 
-cdef int _buffer_layout(Py_buffer* view, int64_t* sizes, int64_t* strides) except -1:
-    """Element sizes and strides of a buffer; 1 when a stride is not whole elements."""
+cdef int _buffer_layout(Py_buffer* view, int64_t count, int64_t* sizes,
+                        int64_t* strides) noexcept:
+    """Element sizes and strides of a buffer of `count` elements; 1 when a stride is not
+    whole elements (then the slow path explains it)."""
     cdef int i
     cdef int order[MAX_NDIM]
-    cdef int64_t count = 1
     for i in range(view.ndim):
         sizes[i] = view.shape[i]
-        count *= sizes[i]
         order[i] = i
     if view.strides == NULL:
         c_packed_strides(view.ndim, sizes, order, NULL, strides)
         return 0
     for i in range(view.ndim):
-        if view.strides[i] % view.itemsize == 0:
-            strides[i] = view.strides[i] // view.itemsize
-        elif sizes[i] <= 1 or count == 0:
-            strides[i] = 0
-        else:
-            return 1
-    return 0
+        strides[i] = view.strides[i]
+    return _byte_to_element_strides(view.ndim, sizes, strides, view.itemsize, count) != 0
 
 
 def copyto_buffers(dst, src, num_threads=None):
@@ -2276,7 +2276,7 @@ def copyto_buffers(dst, src, num_threads=None):
             if dv.shape[i] != sv.shape[i]:
                 return False
             count *= dv.shape[i]
-        if _buffer_layout(&dv, sz, dstr) or _buffer_layout(&sv, sz, sstr):
+        if _buffer_layout(&dv, count, sz, dstr) or _buffer_layout(&sv, count, sz, sstr):
             return False
         if count == 0:
             return True
