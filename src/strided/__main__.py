@@ -16,7 +16,7 @@ from typing import NoReturn
 
 import strided
 from strided._explain import explain, walkthrough
-from strided.formats import CANONICAL
+from strided.formats import CANONICAL, strides_agree
 from strided.layout import Layout
 
 _VALUE_OPTIONS = frozenset({"--sizes", "--strides", "--itemsize", "--offset"})
@@ -191,9 +191,7 @@ def _layout_from(args: argparse.Namespace) -> Layout:
 def _check_label_agrees(sizes: tuple[int, ...], strides: tuple[int, ...], label: str,
                         broadcast: tuple[bool, ...] | None) -> None:
     packed = strided.packed_strides(sizes, label, broadcast=broadcast)
-    if len(strides) == len(sizes) and all(
-        n == 1 or given == want for n, given, want in zip(sizes, strides, packed, strict=True)
-    ):
+    if strides_agree(sizes, strides, packed):
         return
     raise ValueError(
         f"LABEL {label!r} and --strides disagree: the packed {label} strides of sizes "

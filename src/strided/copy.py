@@ -32,7 +32,7 @@ import numpy as np
 
 from strided import _core
 from strided._core import copyto_buffers as _copyto_buffers
-from strided.formats import BlockedFormat, parse_blocked, physical_order
+from strided.formats import BlockedFormat, parse_blocked, physical_order, strides_agree
 from strided.interop import _dlpack, _numpy, _torch, describe, view
 from strided.interop._record import MemoryRecord, check_view
 from strided.layout import Layout
@@ -124,7 +124,7 @@ def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
 
 def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
     """copyto through the interop layer: every check, then the core (or torch's copy_)."""
-    _core.resolve_threads(num_threads)      # a bad num_threads is an error even with no copy
+    # num_threads is already checked: copyto_buffers validates it before anything else
     if _torch.is_tensor(dst) and _torch.is_tensor(src) and _off_cpu(dst, src):
         _torch_copy(dst, src)
         return
@@ -437,9 +437,7 @@ def _same_strides(a: Layout, b: Layout) -> bool:
     """Equal sizes, and equal strides where a stride matters (dims of more than one element)."""
     if a.sizes != b.sizes:
         return False
-    if a.size == 0:
-        return True
-    return all(n == 1 or s == t for n, s, t in zip(a.sizes, a.strides, b.strides))
+    return a.size == 0 or strides_agree(a.sizes, a.strides, b.strides)
 
 
 # --------------------------------------------------------------------------------------------

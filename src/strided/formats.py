@@ -181,6 +181,21 @@ def packed_strides(
     return _core.packed_strides(sizes, physical_order(layout, len(sizes)), broadcast)
 
 
+def strides_agree(sizes: Sequence[int], strides: Sequence[int], other: Sequence[int]) -> bool:
+    """Whether two stride tuples of ``sizes`` place every element alike: equal wherever the
+    dim has more than one element (a size-1 dim's stride is never multiplied by anything).
+
+    Examples
+    --------
+    >>> strides_agree((1, 3, 4), (99, 4, 1), (12, 4, 1))
+    True
+    >>> strides_agree((2, 3), (3, 1), (1, 2))
+    False
+    """
+    return len(strides) == len(other) == len(sizes) and all(
+        n == 1 or a == b for n, a, b in zip(sizes, strides, other))
+
+
 def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, ...]:
     """Every named layout whose packed strides equal ``strides`` (dims of size 1 ignored).
 
@@ -206,7 +221,7 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
     # fit is the preferred label (the one Layout.label reports).
     for perm in itertools.permutations(range(len(sizes))):
         expected = _core.packed_strides(sizes, perm, broadcast)
-        if all(n == 1 or got == want for n, got, want in zip(sizes, strides, expected)):
+        if strides_agree(sizes, strides, expected):
             fits.append("".join(letters[ax] for ax in perm))
     return tuple(fits)
 
