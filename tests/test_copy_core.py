@@ -423,6 +423,107 @@ def test_copies_large_enough_for_streaming_stores(name, sizes, dst_strides, src_
         assert_same_bytes(dst, expected, f"num_threads={threads}")
 
 
+# ---- every SIMD level, streamed transposes, long fills ---------------------------------------
+
+#: The levels this CPU can run (0: SSE2, 1: + SSSE3, 2: + AVX2); each is tested here.
+SIMD_LEVELS = list(range(_core._simd() + 1))
+
+
+@contextlib.contextmanager
+def simd(level):
+    """Run with the copy kernels limited to ``level``, then give them back all the CPU has."""
+    _core._simd(level)
+    try:
+        yield
+    finally:
+        _core._simd(-1)
+
+
+def aligned_placed(sizes, strides, k, line_offset, *, fill):
+    """placed(), with element 0 at ``line_offset`` bytes past a 64-byte boundary."""
+    buf, first = placed(sizes, strides, k, fill=fill, extra=64)
+    first += (line_offset - address(buf, first)) % 64
+    return buf, first
+
+
+def assert_copies_like_numpy(sizes, dst_strides, src_strides, k, *, line_offset=0,
+                             broadcast=False, threads=(1, 2), what=""):
+    """Copy between the layouts on each thread count; compare every byte with np.copyto's."""
+    src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, n + k))
+    dst0, df = aligned_placed(sizes, dst_strides, k, line_offset, fill=sentinel)
+    expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
+    for t in threads:
+        dst = dst0.copy()
+        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
+                          k, t)
+        assert_same_bytes(dst, expected, f"{what} num_threads={t}")
+
+
+# (R, C) of a transpose: the AVX2 tiles (8 x 8 floats, 4 x 4 doubles) and their edges, blocks
+# narrower than a tile, the interleave extents, one-vector rows
+TRANSPOSE_SHAPES = [(8, 8), (4, 64), (64, 4), (5, 7), (12, 20), (33, 65), (100, 37),
+                    (37, 100), (256, 130), (3, 200), (200, 3), (16, 16), (1000, 8)]
+
+
+@pytest.mark.parametrize("level", SIMD_LEVELS)
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16, 12])
+@pytest.mark.parametrize("tuning", [{}, {"staged": 0}, {"staged": 1}, {"nt_bytes": 0}],
+                         ids=["planner", "in-place", "staged", "streamed"])
+def test_transposes_at_every_simd_level(level, k, tuning):
+    """Each kernel family (SSE2, SSSE3, AVX2 micro-tiles) on the shapes whose edges differ
+    between them, tiled in place, staged, and staged with streaming stores."""
+    with simd(level), tuned(**tuning):
+        for rows, cols in TRANSPOSE_SHAPES:
+            sizes = (rows, cols)
+            assert_copies_like_numpy(sizes, packed(sizes), packed(sizes, (1, 0)), k,
+                                     line_offset=4 * k % 64, what=f"{sizes} k={k}")
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+@pytest.mark.parametrize("cols", [20, 40, 100, 300])
+def test_streamed_transposes_start_tiles_on_lines(k, cols):
+    """Streamed transposes shift their tile columns onto the destination's 64-byte lines: every
+    offset of the destination within a line, rows padded to whole lines (the aligned path),
+    to 64 bytes plus one item (no common alignment: not streamed) and packed (short rows: the
+    whole-row tiles), with an outer dim whose stride is a multiple of a line."""
+    rows = 70
+    with tuned(nt_bytes=0):
+        for pitch in (-(-cols * k // 64) * 64 // k, -(-cols * k // 64) * 64 // k + 1, cols):
+            sizes = (3, rows, cols)
+            dst_strides = (rows * pitch + 64 // k, pitch, 1)
+            src_strides = (rows * cols, 1, rows)
+            for line_offset in range(0, 64, k if k < 8 else 8):
+                assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                         line_offset=line_offset,
+                                         what=f"pitch={pitch} offset={line_offset}")
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, line_offset=1,
+                                     what=f"pitch={pitch} misaligned")
+
+
+@pytest.mark.parametrize("level", SIMD_LEVELS)
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 16])
+def test_long_fills_at_every_simd_level(level, k):
+    """A broadcast source filling rows of 256 bytes and more (the vector fill, every
+    destination offset in a line) and shorter ones (the element loop)."""
+    with simd(level):
+        for cols in (5, 255 // k + 1, 1000):
+            sizes = (6, cols)
+            for line_offset in (0, k, 17 * k % 64, 60 // k * k):
+                assert_copies_like_numpy(sizes, packed(sizes), (1, 0), k,
+                                         line_offset=line_offset, what=f"cols={cols}")
+
+
+def test_simd_levels_clamp_to_the_cpu():
+    """_simd never enables what the CPU lacks; -1 and too-high levels mean all it has."""
+    top = _core._simd()
+    try:
+        assert _core._simd(top + 5) == top
+        assert _core._simd(0) == 0
+        assert _core._simd() == 0
+    finally:
+        assert _core._simd(-1) == top
+
+
 @pytest.mark.parametrize("rank", [7, 8, 9, 12, 33, 64])
 def test_copy_memory_high_ranks(rank):
     """Ranks past the plan cache's (8) and up to MAX_RANK, size-1 dims with odd strides."""

@@ -14,7 +14,7 @@ from cpython.pycapsule cimport (
 )
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport (
-    INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+    INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t,
 )
 from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc, qsort
@@ -1674,10 +1674,17 @@ cdef extern from "_copy_kernels.h":
                        Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
     void st_store_fence() noexcept nogil
     char* st_scratch() noexcept nogil
+    int st_cpu_init() noexcept nogil
+    int st_set_simd(int level) noexcept nogil
+    int st_get_simd() noexcept nogil
+
+
+st_cpu_init()   # once, at import, before any thread copies
 
 ctypedef struct CopyPlan:
     int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
     int nt                     # 1: write whole lines with non-temporal stores
+    int align                  # 1: block columns start on the destination's 64-byte lines
     int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
     int nouter                 # outer dims, outermost first (strides in units)
     int64_t n[MAX_NDIM]
@@ -1701,13 +1708,18 @@ cdef int64_t _NOGIL_BYTES = 16 * 1024   # smaller copies keep the GIL (and one t
 cdef int _STAGED = -1
 cdef int64_t _STAGE_BYTES = 65536   # the staging tile's size (at most ST_TILE_BUF) ...
 cdef int64_t _STAGE_BIG_FROM = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
+cdef int64_t _NT_RUN_BYTES = 128   # a streamed transpose's destination run per tile row
 
 
 def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
-          stage_bytes=None):
+          stage_bytes=None, nt_run_bytes=None):
     """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
     global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
-    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES)
+    global _NT_RUN_BYTES
+    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES,
+           _NT_RUN_BYTES)
+    if nt_run_bytes is not None:
+        _NT_RUN_BYTES = max(64, int(nt_run_bytes) // 64 * 64)
     if stage_bytes is not None:
         _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
     if staged is not None:
@@ -1722,6 +1734,18 @@ def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, s
         _THREAD_BYTES = max(1, int(thread_bytes))
     _plan_cache_clear()
     return old
+
+
+def _simd(level=None):
+    """The SIMD level the copy kernels use (0: SSE2, 1: + SSSE3, 2: + AVX2); ``level`` lowers it.
+
+    A level above what the CPU has (or a negative one) means all it has. For tests and
+    benchmarks, which run every kernel family on one machine; not thread-safe against copies
+    running at the same time.
+    """
+    if level is None:
+        return st_get_simd()
+    return st_set_simd(int(level))
 
 
 cdef inline int64_t _ceil_div_pos(int64_t a, int64_t b) noexcept nogil:
@@ -1827,6 +1851,31 @@ cdef inline int64_t _abs64(int64_t v) noexcept nogil:
     return -v if v < 0 else v
 
 
+cdef inline int64_t _nt_run(int unit) noexcept nogil:
+    """A streamed transpose's destination run per tile row, in bytes. Measured at 64 MiB:
+    128 B (tiles of 128 x 512 4-byte items) for items of 2 bytes or more, twice that for bytes,
+    whose 16 x 16 micro-tiles are slower to fill a taller tile."""
+    return _NT_RUN_BYTES * 2 if unit == 1 else _NT_RUN_BYTES
+
+
+cdef bint _streamable(const CopyPlan* P) noexcept nogil:
+    """Whether a transpose's staged tiles can be written as whole destination lines.
+
+    Either the destination's rows are short and back to back (a block of whole rows is one
+    run), or every row, in every outer index, starts at the same offset within a 64-byte line,
+    so that block columns aligned on the first row's lines are aligned on all of them.
+    """
+    cdef int i
+    if P.dp == P.C and P.C * P.unit <= _nt_run(P.unit):
+        return True
+    if (P.dp * P.unit) % 64:
+        return False
+    for i in range(P.nouter):
+        if (P.ds[i] * P.unit) % 64:
+            return False
+    return True
+
+
 cdef bint _staged(const CopyPlan* P) noexcept nogil:
     """Whether a transpose goes through the staging tile, by the destination's row bytes.
 
@@ -1852,10 +1901,26 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     cdef int64_t room = (_STAGE_BYTES if P.nbytes >= _STAGE_BIG_FROM else
                          min(_STAGE_BYTES, <int64_t>16384)) // P.unit
     cdef int i
-    # Streaming stores pay off for long runs written in order (measured: large padded and
-    # broadcast copies), not for a transpose's scattered tile rows (measured slower).
-    P.nt = P.kind == ST_BLOCK_COPY and _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
-    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P):
+    cdef bint stream = _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
+    P.align = 0
+    # Streaming stores skip the read-for-ownership of every destination line: a third of a
+    # large copy's memory traffic. They pay off on whole lines written back to back (copies,
+    # fills, and transposes staged in a tile whose rows are whole lines), and cost 1.5-3x when
+    # lines are left partly written (a tile row starting mid-line): measured.
+    P.nt = P.kind == ST_BLOCK_COPY and stream
+    if (P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream
+            and _streamable(P)):
+        # tiles of whole short rows (the block is one run of the destination), or of line-sized
+        # runs of long rows, whose columns start on a line (_run_blocks shifts them; one spare)
+        P.kind = ST_BLOCK_TBUF
+        P.nt = 1
+        if P.dp == P.C and P.C * P.unit <= _nt_run(P.unit):
+            P.BC = P.C
+        else:
+            P.BC = _nt_run(P.unit) // P.unit
+            P.align = 1
+        P.BR = min(P.R, max(micro, room // P.BC))
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P):
         tile = max(micro, _TILE_BYTES // P.unit)
         P.BR = min(P.R, tile)
         P.BC = min(P.C, tile)
@@ -1874,17 +1939,21 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
         P.BC = min(P.C, per)
         P.BR = min(P.R, max(<int64_t>1, per // P.BC))
     P.nbr = _ceil_div_pos(P.R, P.BR)
-    P.nbc = _ceil_div_pos(P.C, P.BC)
+    P.nbc = _ceil_div_pos(P.C, P.BC) + P.align
     P.items = P.nbr * P.nbc
     for i in range(P.nouter):
         P.items *= P.n[i]
 
 
 cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
-                      int64_t hi) noexcept nogil:
-    """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims)."""
+                      int64_t hi, int64_t lead) noexcept nogil:
+    """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims).
+
+    With P.align, block column 0 is the ``lead`` columns before the destination's first line
+    boundary, and column k > 0 starts at lead + (k - 1) * BC; empty blocks are skipped.
+    """
     cdef int64_t idx[MAX_NDIM]
-    cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0
+    cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0, width
     cdef int64_t u = P.unit
     cdef int i
     cdef char* scratch = NULL
@@ -1903,11 +1972,20 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
         soff += idx[i] * P.ss[i]
     while True:
         r0 = br * P.BR
-        c0 = bc * P.BC
-        st_copy_block(P.kind, P.unit,
-                      dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
-                      src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
-                      min(P.BR, P.R - r0), min(P.BC, P.C - c0), P.nt, scratch)
+        if not P.align:
+            c0 = bc * P.BC
+            width = min(P.BC, P.C - c0)
+        elif bc == 0:
+            c0 = 0
+            width = min(lead, P.C)
+        else:
+            c0 = lead + (bc - 1) * P.BC
+            width = min(P.BC, P.C - c0)
+        if width > 0:
+            st_copy_block(P.kind, P.unit,
+                          dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
+                          src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
+                          min(P.BR, P.R - r0), width, P.nt, scratch)
         item += 1
         if item >= hi:
             if P.nt:
@@ -1934,29 +2012,33 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
             i -= 1
 
 
-cdef void _run_share(const CopyPlan* P, char* dst, const char* src) noexcept nogil:
+cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead) noexcept nogil:
     """Inside a parallel region: this thread's contiguous share of the blocks (static split)."""
     cdef int64_t team = strided_omp_num_threads(), me = strided_omp_thread_num()
     cdef int64_t base = P.items // team, extra = P.items % team
     cdef int64_t lo = me * base + min(me, extra)
-    _run_blocks(P, dst, src, lo, lo + base + (1 if me < extra else 0))
+    _run_blocks(P, dst, src, lo, lo + base + (1 if me < extra else 0), lead)
 
 
 cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
     """Run a plan: on one thread below _THREAD_BYTES of work per thread, else on a team."""
     cdef int64_t useful = P.nbytes // _THREAD_BYTES
     cdef int nt = nthreads
+    cdef int64_t lead = 0
     dst += P.dst_shift
     src += P.src_shift
+    if P.align and <uintptr_t>dst % P.unit == 0:
+        # columns before the first line boundary (rows share it: _streamable)
+        lead = ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
     if useful < nt:
         nt = <int>max(<int64_t>1, useful)
     if nt > P.items:
         nt = <int>P.items
     if nt <= 1 or not STRIDED_OPENMP_ENABLED:
-        _run_blocks(P, dst, src, 0, P.items)
+        _run_blocks(P, dst, src, 0, P.items, lead)
         return
     with parallel(num_threads=nt):
-        _run_share(P, dst, src)
+        _run_share(P, dst, src, lead)
 
 
 # ---- plan cache ------------------------------------------------------------------------------
