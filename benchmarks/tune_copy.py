@@ -10,7 +10,10 @@ and configuration. Configurations are ``_tune`` keyword sets, given as a JSON li
 
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more; ``tile_bytes``
-the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1: never).
+the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1: never); ``nt_run_bytes``
+a streamed transpose's destination run per tile row (doubled for 1-byte items). A
+configuration may also hold ``"simd"``: the kernels' SIMD level (0: SSE2, 1: + SSSE3,
+2: + AVX2), for comparing the kernel families on one machine.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[d
     dst, src = make()
     row = []
     for config in configs:
+        config = dict(config)
+        _core._simd(config.pop("simd", -1))
         _core._tune(**config)
         row.append(paired_ratio(lambda: _core.copyto_buffers(dst, src, threads), dst.nbytes,
                                 scratch, repeat))
@@ -84,7 +89,10 @@ def main() -> None:
     parser.add_argument("--mib", type=float, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dtypes", default="float32,uint8",
+                        help="comma-separated numpy dtype names (default: float32,uint8)")
     args = parser.parse_args()
+    dtypes = [np.dtype(name).type for name in args.dtypes.split(",")]
     configs = json.loads(args.configs)
     nbytes = int(args.mib * 2**20)
     scratch = np.ones(4 * nbytes, np.uint8)
@@ -93,14 +101,16 @@ def main() -> None:
         print(f"  [{i}] {config}")
     original = _core._tune()
     try:
-        for dtype in (np.float32, np.uint8):
+        for dtype in dtypes:
             for name, make in cases(dtype, nbytes):
                 row = tune_case(make, configs, scratch, args.threads, args.repeat)
                 cells = "  ".join(f"{r:5.2f}" for r in row)
                 print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
     finally:
-        keys = ("tile_bytes", "block_bytes", "thread_bytes", "nt_bytes", "staged", "stage_bytes")
+        keys = ("tile_bytes", "block_bytes", "thread_bytes", "nt_bytes", "staged", "stage_bytes",
+                "nt_run_bytes")
         _core._tune(**dict(zip(keys, original)))
+        _core._simd(-1)
 
 
 if __name__ == "__main__":
