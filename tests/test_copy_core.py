@@ -459,10 +459,11 @@ def assert_copies_like_numpy(sizes, dst_strides, src_strides, k, *, line_offset=
         assert_same_bytes(dst, expected, f"{what} num_threads={t}")
 
 
-# (R, C) of a transpose: the AVX2 tiles (8 x 8 floats, 4 x 4 doubles) and their edges, blocks
-# narrower than a tile, the interleave extents, one-vector rows
+# (R, C) of a transpose: the AVX2 tiles (8 x 8 floats, 4 x 4 doubles) and their
+# edges, blocks narrower than a tile, the interleave extents, one-vector rows
 TRANSPOSE_SHAPES = [(8, 8), (4, 64), (64, 4), (5, 7), (12, 20), (33, 65), (100, 37),
-                    (37, 100), (256, 130), (3, 200), (200, 3), (16, 16), (1000, 8)]
+                    (37, 100), (256, 130), (3, 200), (200, 3), (16, 16), (1000, 8), (64, 48),
+                    (130, 40), (32, 16), (1000, 16)]
 
 
 @pytest.mark.parametrize("level", SIMD_LEVELS)
