@@ -407,7 +407,7 @@ ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16, )
  * a dense stack tile, and the tile's rows are then written out as contiguous runs. Neither side
  * ever keeps a partly used line waiting in L1, so strides that alias in the cache (powers of
  * two) cost nothing, and the destination is written in whole lines, streaming when asked. */
-#define ST_TILE_BUF 65536
+#define ST_TILE_BUF 131072
 #ifndef ST_DIRECT_ROW
 #define ST_DIRECT_ROW 16   /* destination rows this short are written in place, in order */
 #endif
