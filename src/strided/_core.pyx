@@ -1745,7 +1745,9 @@ def _simd(level=None):
     """
     if level is None:
         return st_get_simd()
-    return st_set_simd(int(level))
+    level = st_set_simd(int(level))
+    _plan_cache_clear()   # the planner's choices depend on the level
+    return level
 
 
 cdef inline int64_t _ceil_div_pos(int64_t a, int64_t b) noexcept nogil:
@@ -1884,19 +1886,24 @@ cdef bint _streamable(const CopyPlan* P) noexcept nogil:
 
 
 cdef bint _staged(const CopyPlan* P) noexcept nogil:
-    """Whether a transpose goes through the staging tile, by the destination's row bytes.
+    """Whether a transpose below the streaming threshold goes through the staging tile, by the
+    destination's row bytes.
 
-    Measured at 64 MiB on 2 threads (benchmarks/bench_copy.py): staging wins when the
-    destination's rows are short (the tile then holds many whole rows: NCHW -> NHWC with
-    C <= 64 floats, NCHW32), and for 1-byte items also with rows of 0.5-2 KiB; tiling in place
-    with 256-byte tile rows wins on long rows (2-D transposes, C = 256).
+    Staging wins where the tile holds many whole short rows: rows of one vector (written in
+    place, in order), 65-256 B for 4- and 8-byte items (NCHW -> NHWC with C = 64 floats,
+    NCHW32) and up to 128 B for 1- and 2-byte items (measured at 64 MiB on the SSE2 tiles).
+    Tiling in place wins on long rows (2-D transposes, C = 256) and, measured again at 4 and
+    16 MiB in both benchmark harnesses, on rows of 17-64 B for 4-byte items (NHWC with
+    C = 16 floats: 1.1-1.3x against 0.7-0.8x memcpy) and of 0.5-2 KiB for bytes (2-D
+    transposes: 0.6-0.7x against 0.4-0.5x). Large copies stream through the tile whatever
+    this says (_streamable).
     """
     cdef int64_t row = P.C * P.unit
     if _STAGED >= 0:
         return _STAGED
     if P.unit >= 4:
-        return row <= 256
-    return row <= 128 or 512 < row <= 2048
+        return row <= 16 or 64 < row <= 256
+    return row <= 128
 
 
 cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
