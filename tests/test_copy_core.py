@@ -480,6 +480,24 @@ def test_transposes_at_every_simd_level(level, k, tuning):
                                      line_offset=4 * k % 64, what=f"{sizes} k={k}")
 
 
+@pytest.mark.parametrize("level", SIMD_LEVELS)
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16, 12])
+def test_staged_transposes_of_aliasing_source_strides(level, k):
+    """Source rows 2 or 4 KiB apart (or 6 KiB: k = 12) go through the one-line-per-row buffer
+    of the staging kernel: whole lines, a ragged last line (R not a multiple of a line) and a
+    ragged last micro-tile, staged and streamed."""
+    with simd(level):
+        for tuning in ({"staged": 1}, {"nt_bytes": 0}):
+            with tuned(**tuning):
+                for pitch_bytes, rows, cols in ((4096, None, 40), (2048, -5, 24),
+                                                (2048, -70, 9)):
+                    pitch = pitch_bytes // min(k, 8) if k != 12 else 512
+                    n_rows = pitch if rows is None else pitch + rows
+                    sizes = (n_rows, cols)
+                    assert_copies_like_numpy(sizes, packed(sizes), (1, pitch), k,
+                                             what=f"{sizes} pitch={pitch} {tuning}")
+
+
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 @pytest.mark.parametrize("cols", [20, 40, 100, 300])
 def test_streamed_transposes_start_tiles_on_lines(k, cols):
