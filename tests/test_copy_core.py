@@ -500,11 +500,12 @@ def test_staged_transposes_of_aliasing_source_strides(level, k):
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 @pytest.mark.parametrize("cols", [20, 40, 100, 300])
-def test_streamed_transposes_start_tiles_on_lines(k, cols):
-    """Streamed transposes shift their tile columns onto the destination's 64-byte lines: every
-    offset of the destination within a line, rows padded to whole lines (the aligned path),
-    to 64 bytes plus one item (no common alignment: not streamed) and packed (short rows: the
-    whole-row tiles), with an outer dim whose stride is a multiple of a line."""
+def test_streamed_transposes_stitch_lines_across_blocks(k, cols):
+    """Streamed transposes write every destination line whole, finishing the lines that
+    straddle two blocks from a per-row carry: every offset of the destination within a line;
+    rows padded to whole lines, to whole lines plus one item (each row at another offset in
+    its line) and packed (short rows: whole-row tiles); an outer dim; 1, 2 and 3 threads,
+    whose shares start and end inside a strip of blocks."""
     rows = 70
     with tuned(nt_bytes=0):
         for pitch in (-(-cols * k // 64) * 64 // k, -(-cols * k // 64) * 64 // k + 1, cols):
@@ -513,10 +514,23 @@ def test_streamed_transposes_start_tiles_on_lines(k, cols):
             src_strides = (rows * cols, 1, rows)
             for line_offset in range(0, 64, k if k < 8 else 8):
                 assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
-                                         line_offset=line_offset,
+                                         line_offset=line_offset, threads=(1, 2, 3),
                                          what=f"pitch={pitch} offset={line_offset}")
             assert_copies_like_numpy(sizes, dst_strides, src_strides, k, line_offset=1,
                                      what=f"pitch={pitch} misaligned")
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_streamed_transposes_with_tiny_strips(k):
+    """Blocks of 16 bytes and a thread per byte of work: strips of many narrow blocks, shares
+    of a few blocks each, carries handed on and flushed at every kind of boundary."""
+    with tuned(nt_bytes=0, thread_bytes=1, nt_run_bytes=64, nt_stitch_bytes=64):
+        for rows, cols, pitch in ((40, 50, 53), (17, 100, 100), (64, 33, 40)):
+            sizes = (rows, cols)
+            for line_offset in (0, k, 24):
+                assert_copies_like_numpy(sizes, (pitch, 1), (1, rows), k,
+                                         line_offset=line_offset, threads=(1, 2, 3, 5),
+                                         what=f"{sizes} pitch={pitch}")
 
 
 @pytest.mark.parametrize("level", SIMD_LEVELS)

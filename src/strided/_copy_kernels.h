@@ -56,6 +56,14 @@ typedef struct { uint64_t lo, hi; } st_t16;
 
 enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below */
 
+/* The `nt` argument of the block kernels is a set of flags. ST_NT: write whole destination
+ * lines with streaming stores. ST_STITCH (transposes through the staging tile): the block is
+ * one of a strip of blocks that write the same destination rows left to right, and a line that
+ * straddles two blocks is finished from a per-row carry (st_stitch_row); ST_FRESH: no carry
+ * from a previous block (the strip, or this thread's share, starts here); ST_LAST: the strip
+ * or the share ends here, so the carries are written out. */
+enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8 };
+
 /* ---- what the CPU offers ------------------------------------------------------------------ */
 /* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target
  * attributes and are called only when st_simd says the CPU has them. st_cpu_init() sets it
@@ -122,7 +130,7 @@ ST_INLINE void st_copy_run(char *d, const char *s, size_t n)
 ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
 {
 #if ST_HAVE_SSE2
-    if (nt && n >= 64) {
+    if ((nt & ST_NT) && n >= 64) {
         size_t head = (size_t)(-(uintptr_t)d) & 63;
         if (head) {
             st_copy_run(d, s, head);
@@ -148,6 +156,55 @@ ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
         st_copy_run(d, s, n);
     else
         memcpy(d, s, n);
+}
+
+#define ST_STITCH_ROWS 1024   /* the most tile rows a stitched block may have */
+
+/* Write n bytes at d, the next piece of a destination row that a strip of blocks writes left
+ * to right, streaming every line it completes. `carry` holds the *k bytes that come right
+ * before d and have not been written (d - *k is then the start of a line); the last bytes that
+ * do not finish a line become the new carry (*k = -1: d is inside a line already written). Bytes of a line shared with another strip or
+ * another thread (the row's ends, a share's ends) are written with ordinary stores: a line is
+ * either streamed whole by one thread or never streamed, so streaming never races with an
+ * ordinary store to the same line. */
+ST_INLINE void st_stitch_row(char *d, const char *s, size_t n, char *carry, int *k, int flags)
+{
+    size_t head, need;
+    if ((flags & ST_FRESH) || *k < 0) {
+        head = (size_t)(-(uintptr_t)d) & 63;
+        *k = 0;
+        if (head >= n) {   /* all of it in the line's first part: the next piece starts anew */
+            st_copy_run(d, s, n);
+            *k = head > n ? -1 : 0;
+            return;
+        }
+        st_copy_run(d, s, head);
+        d += head; s += head; n -= head;
+    } else if (*k) {
+        need = 64 - (size_t)*k;
+        if (n < need) {
+            memcpy(carry + *k, s, n);
+            if (flags & ST_LAST) {
+                st_copy_run(d - *k, carry, (size_t)*k + n);
+                *k = 0;
+            } else {
+                *k += (int)n;
+            }
+            return;
+        }
+        memcpy(carry + *k, s, need);
+        st_store_row(d - *k, carry, 64, ST_NT);
+        d += need; s += need; n -= need;
+        *k = 0;
+    }
+    st_store_row(d, s, n - n % 64, ST_NT);   /* d is at a line start (or n < 64) */
+    d += n - n % 64; s += n - n % 64; n %= 64;
+    if (n && (flags & ST_LAST)) {
+        st_copy_run(d, s, n);
+    } else if (n) {
+        memcpy(carry, s, n);
+        *k = (int)n;
+    }
 }
 
 /* Order this thread's streaming stores before whatever follows (the end of the copy). */
@@ -461,6 +518,14 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
         for (r = 0; r < R; r++) buf[r * C + c] = s[r + c * sq];                               \
     if (buf == d)                                                                             \
         return;                                                                               \
+    if (nt & ST_STITCH) {                                                                     \
+        char *carry = scratch + ST_TILE_BUF;                                                  \
+        int *kept = (int *)(void *)(carry + 64 * ST_STITCH_ROWS);                             \
+        for (r = 0; r < R; r++)                                                               \
+            st_stitch_row((char *)(d + r * dp), (const char *)(buf + r * C),                  \
+                          (size_t)C * sizeof(T), carry + 64 * r, kept + r, nt);               \
+        return;                                                                               \
+    }                                                                                         \
     if (dp == C) {   /* the block is one contiguous run of the destination */                 \
         st_store_row(dst, (const char *)buf, (size_t)(R * C) * sizeof(T), nt);                \
         return;                                                                               \
@@ -647,7 +712,11 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
 #endif
 static char *st_scratch(void)
 {
-    static ST_THREAD_LOCAL union { char b[ST_TILE_BUF]; uint64_t align_; } tile;
+    /* the tile, then ST_STITCH_ROWS carries of one line, then their byte counts */
+    static ST_THREAD_LOCAL union {
+        char b[ST_TILE_BUF + ST_STITCH_ROWS * (64 + sizeof(int))];
+        uint64_t align_;
+    } tile;
     return tile.b;
 }
 

@@ -1669,6 +1669,11 @@ cdef extern from "_copy_kernels.h":
         ST_BLOCK_TRANSPOSE
         ST_BLOCK_TBUF
         ST_TILE_BUF
+        ST_NT
+        ST_STITCH
+        ST_FRESH
+        ST_LAST
+        ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
                        Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
@@ -1685,6 +1690,7 @@ ctypedef struct CopyPlan:
     int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
     int nt                     # 1: write whole lines with non-temporal stores
     int align                  # 1: block columns start on the destination's 64-byte lines
+    int stitch                 # 1: lines straddling two blocks of a strip are finished whole
     int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
     int nouter                 # outer dims, outermost first (strides in units)
     int64_t n[MAX_NDIM]
@@ -1708,18 +1714,21 @@ cdef int64_t _NOGIL_BYTES = 16 * 1024   # smaller copies keep the GIL (and one t
 cdef int _STAGED = -1
 cdef int64_t _STAGE_BYTES = 131072  # the staging tile's size (at most ST_TILE_BUF) ...
 cdef int64_t _STAGE_BIG_FROM = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
-cdef int64_t _NT_RUN_BYTES = 128   # a streamed transpose's destination run per tile row
+cdef int64_t _NT_RUN_BYTES = 128   # a streamed transpose's destination run per tile row ...
+cdef int64_t _NT_STITCH_BYTES = 512   # ... when rows do not share a line alignment
 
 
 def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
-          stage_bytes=None, nt_run_bytes=None):
+          stage_bytes=None, nt_run_bytes=None, nt_stitch_bytes=None):
     """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
     global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
-    global _NT_RUN_BYTES
+    global _NT_RUN_BYTES, _NT_STITCH_BYTES
     old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES,
-           _NT_RUN_BYTES)
+           _NT_RUN_BYTES, _NT_STITCH_BYTES)
     if nt_run_bytes is not None:
         _NT_RUN_BYTES = max(64, int(nt_run_bytes) // 64 * 64)
+    if nt_stitch_bytes is not None:
+        _NT_STITCH_BYTES = max(64, int(nt_stitch_bytes) // 64 * 64)
     if stage_bytes is not None:
         _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
     if staged is not None:
@@ -1860,6 +1869,14 @@ cdef inline int64_t _nt_run(int unit) noexcept nogil:
     return _NT_RUN_BYTES * 2 if unit == 1 else _NT_RUN_BYTES
 
 
+cdef inline int64_t _nt_stitch_run(int unit) noexcept nogil:
+    """A stitched transpose's destination run per tile row, in bytes: longer than _nt_run, as
+    every run costs a carried line (measured at 63 MiB, 4063^2 floats: 0.7x memcpy with runs
+    of 128 B, 0.9x with 512 B), except for bytes, whose tiles then grow too short (0.7x with
+    256 B, 0.6x with 512 B)."""
+    return _NT_STITCH_BYTES // 2 if unit == 1 else _NT_STITCH_BYTES
+
+
 cdef inline bint _nt_whole_rows(const CopyPlan* P) noexcept nogil:
     """Whether a streamed transpose stages whole destination rows (the block is then one run):
     for rows back to back of up to 2 runs (measured: NCHW -> NHWC with 64 floats, NCHW32 with
@@ -1867,16 +1884,11 @@ cdef inline bint _nt_whole_rows(const CopyPlan* P) noexcept nogil:
     return P.dp == P.C and P.C * P.unit <= 2 * _NT_RUN_BYTES
 
 
-cdef bint _streamable(const CopyPlan* P) noexcept nogil:
-    """Whether a transpose's staged tiles can be written as whole destination lines.
-
-    Either the destination's rows are short and back to back (a block of whole rows is one
-    run), or every row, in every outer index, starts at the same offset within a 64-byte line,
-    so that block columns aligned on the first row's lines are aligned on all of them.
+cdef bint _lines_agree(const CopyPlan* P) noexcept nogil:
+    """Whether every destination row, in every outer index, starts at the same offset within a
+    64-byte line, so that block columns aligned on the first row's lines are aligned on all.
     """
     cdef int i
-    if _nt_whole_rows(P):
-        return True
     if (P.dp * P.unit) % 64:
         return False
     for i in range(P.nouter):
@@ -1896,7 +1908,7 @@ cdef bint _staged(const CopyPlan* P) noexcept nogil:
     16 MiB in both benchmark harnesses, on rows of 17-64 B for 4-byte items (NHWC with
     C = 16 floats: 1.1-1.3x against 0.7-0.8x memcpy) and of 0.5-2 KiB for bytes (2-D
     transposes: 0.6-0.7x against 0.4-0.5x). Large copies stream through the tile whatever
-    this says (_streamable).
+    this says.
     """
     cdef int64_t row = P.C * P.unit
     if _STAGED >= 0:
@@ -1918,23 +1930,34 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     cdef int i
     cdef bint stream = _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
     P.align = 0
+    P.stitch = 0
     # Streaming stores skip the read-for-ownership of every destination line: a third of a
     # large copy's memory traffic. They pay off on whole lines written back to back (copies,
     # fills, and transposes staged in a tile whose rows are whole lines), and cost 1.5-3x when
     # lines are left partly written (a tile row starting mid-line): measured.
     P.nt = P.kind == ST_BLOCK_COPY and stream
-    if (P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream
-            and _streamable(P)):
-        # tiles of whole short rows (the block is one run of the destination), or of line-sized
-        # runs of long rows, whose columns start on a line (_run_blocks shifts them; one spare)
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream:
+        # Tiles of whole short rows (the block is one run of the destination), or of short
+        # runs of long rows. When every row starts at the same offset in its line, the block
+        # columns are shifted onto the lines (_execute finds the shift from the address, and
+        # the plan keeps a spare column); otherwise a strip of blocks writes the same rows left
+        # to right and the lines straddling two blocks are finished from a carry
+        # (st_stitch_row). Either way every line is streamed whole. (Stitching serves both,
+        # but costs 2x on aligned rows: numpy's large arrays start 16 bytes into a line, and
+        # every run then needs a carry.)
         P.kind = ST_BLOCK_TBUF
-        P.nt = 1
+        P.nt = ST_NT
         if _nt_whole_rows(P):
             P.BC = P.C
-        else:
+            P.BR = min(P.R, max(micro, room // P.BC))
+        elif _lines_agree(P):
             P.BC = _nt_run(P.unit) // P.unit
+            P.BR = min(P.R, max(micro, room // P.BC))
             P.align = 1
-        P.BR = min(P.R, max(micro, room // P.BC))
+        else:
+            P.BC = _nt_stitch_run(P.unit) // P.unit
+            P.BR = min(P.R, max(micro, room // P.BC), <int64_t>ST_STITCH_ROWS)
+            P.stitch = 1
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P):
         tile = max(micro, _TILE_BYTES // P.unit)
         P.BR = min(P.R, tile)
@@ -1965,10 +1988,14 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
     """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims).
 
     With P.align, block column 0 is the ``lead`` columns before the destination's first line
-    boundary, and column k > 0 starts at lead + (k - 1) * BC; empty blocks are skipped.
+    boundary, and column k > 0 starts at lead + (k - 1) * BC; empty blocks are skipped. Block
+    columns are the innermost index, so the blocks of one strip (the same rows) run one after
+    another; with P.stitch the first block of a strip or of this share is marked ST_FRESH and
+    the last ST_LAST (see st_stitch_row).
     """
     cdef int64_t idx[MAX_NDIM]
     cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0, width
+    cdef int flags
     cdef int64_t u = P.unit
     cdef int i
     cdef char* scratch = NULL
@@ -1996,11 +2023,18 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
         else:
             c0 = lead + (bc - 1) * P.BC
             width = min(P.BC, P.C - c0)
+        flags = P.nt
+        if P.stitch:
+            flags |= ST_STITCH
+            if bc == 0 or item == lo:
+                flags |= ST_FRESH
+            if bc == P.nbc - 1 or item + 1 == hi:
+                flags |= ST_LAST
         if width > 0:
             st_copy_block(P.kind, P.unit,
                           dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
                           src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
-                          min(P.BR, P.R - r0), width, P.nt, scratch)
+                          min(P.BR, P.R - r0), width, flags, scratch)
         item += 1
         if item >= hi:
             if P.nt:
@@ -2043,7 +2077,7 @@ cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) 
     dst += P.dst_shift
     src += P.src_shift
     if P.align and <uintptr_t>dst % P.unit == 0:
-        # columns before the first line boundary (rows share it: _streamable)
+        # columns before the first line boundary (rows share it: _lines_agree)
         lead = ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
     if useful < nt:
         nt = <int>max(<int64_t>1, useful)
