@@ -33,6 +33,13 @@
 #define ST_HAVE_SSE2 0
 #endif
 
+/* GCC or Clang on x86: target attributes and __builtin_cpu_supports, for run-time dispatch */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define ST_X86_GNU 1
+#else
+#define ST_X86_GNU 0
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define ST_UNALIGNED __attribute__((aligned(1), may_alias))
 #define ST_INLINE static inline __attribute__((always_inline))
@@ -73,7 +80,7 @@ static int st_simd = 0, st_simd_found = 0;
 
 static int st_cpu_init(void)
 {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if ST_X86_GNU
     __builtin_cpu_init();
     st_simd_found = !__builtin_cpu_supports("ssse3") ? 0 : !__builtin_cpu_supports("avx2") ? 1 : 2;
 #endif
@@ -163,10 +170,11 @@ ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
 /* Write n bytes at d, the next piece of a destination row that a strip of blocks writes left
  * to right, streaming every line it completes. `carry` holds the *k bytes that come right
  * before d and have not been written (d - *k is then the start of a line); the last bytes that
- * do not finish a line become the new carry (*k = -1: d is inside a line already written). Bytes of a line shared with another strip or
- * another thread (the row's ends, a share's ends) are written with ordinary stores: a line is
- * either streamed whole by one thread or never streamed, so streaming never races with an
- * ordinary store to the same line. */
+ * do not finish a line become the new carry (*k = -1: d is inside a line already written).
+ * Bytes of a line shared with another strip or another thread (the row's ends, a share's
+ * ends) are written with ordinary stores: a line is either streamed whole by one thread or
+ * never streamed. Correctness never depends on the flags (st_store_row writes any bytes at
+ * any alignment); they only decide which lines stream. */
 ST_INLINE void st_stitch_row(char *d, const char *s, size_t n, char *carry, int *k, int flags)
 {
     size_t head, need;
@@ -234,7 +242,7 @@ ATTR static void NAME(char *d, const char *v, size_t size, size_t n)            
 #if ST_HAVE_SSE2
 #define ST_LOAD128(p) _mm_load_si128(p)
 ST_DEFINE_FILL(st_fill_sse2, , __m128i, ST_LOAD128, _mm_storeu_si128)
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if ST_X86_GNU
 #include <immintrin.h>
 #define ST_FILL_AVX2 1
 ST_DEFINE_FILL(st_fill_avx2, __attribute__((target("avx2"))), __m256i, _mm256_load_si256,
@@ -419,7 +427,7 @@ ST_INLINE void st_micro_16(const char *s, st_idx ss, char *d, st_idx ds)
         return;
 
 #define ST_DEFINE_TRANSPOSE(T, M, MICRO, NAME, ATTR)                                          \
-ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C)        \
+ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C) \
 {                                                                                             \
     T *d = (T *)dst;                                                                          \
     const T *s = (const T *)src;                                                              \
@@ -547,7 +555,7 @@ ST_DEFINE_BUFFERED(st_t16, 1, st_micro_16, st_tbuf_16, )
  * float32 transposes the staging kernel ran about 1.4x faster with these (measured). The
  * functions carry target("avx2"), so the rest of the module still runs on any x86-64;
  * st_copy_block calls them only when the CPU has AVX2 (st_cpu_init). */
-#if ST_HAVE_SSE2 && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if ST_HAVE_SSE2 && ST_X86_GNU
 #include <immintrin.h>
 #define ST_HAVE_AVX2_DISPATCH 1
 #define ST_AVX2 __attribute__((target("avx2")))
@@ -607,7 +615,7 @@ ST_DEFINE_BUFFERED(st_t8, 4, st_micro_8_avx2, st_tbuf_8_avx2, ST_AVX2)
 /* dst[r * C + c] = src[r + c * sq]. 16 pixels per step: C = 2 and 4 interleave with SSE2
  * unpacks; C = 3 needs byte shuffles (SSSE3), chosen at run time, so the wheel still runs on
  * any x86-64. Returns the number of pixels done; the caller finishes the tail. */
-#if ST_HAVE_SSE2 && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if ST_HAVE_SSE2 && ST_X86_GNU
 #include <tmmintrin.h>
 #define ST_HAVE_SSSE3_DISPATCH 1
 
