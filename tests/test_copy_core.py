@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -544,6 +545,23 @@ def test_long_fills_at_every_simd_level(level, k):
             for line_offset in (0, k, 17 * k % 64, 60 // k * k):
                 assert_copies_like_numpy(sizes, packed(sizes), (1, 0), k,
                                          line_offset=line_offset, what=f"cols={cols}")
+
+
+@pytest.mark.parametrize("defines", [["-U__SSE2__"], []], ids=["portable", "native"])
+def test_portable_kernels_without_sse2(tmp_path, defines):
+    """The block kernels compiled as on a CPU without SSE2 (the plain-C micro-tiles, copies and
+    fills a non-x86 build runs), and natively, checked by tests/c/portable_kernels.c against a
+    plain loop with guard bytes: every block kind, itemsize and flag set, ragged shapes."""
+    header_dir = TESTS_DIR.parent / "src" / "strided"
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None or not (header_dir / "_copy_kernels.h").exists():
+        pytest.skip("needs a C compiler and the source tree")
+    exe = tmp_path / "portable_kernels"
+    subprocess.run([compiler, "-std=c11", "-O1", *defines, "-I", str(header_dir),
+                    str(TESTS_DIR / "c" / "portable_kernels.c"), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=120)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
 
 
 def test_simd_levels_clamp_to_the_cpu():
