@@ -602,9 +602,11 @@ def test_copy_memory_high_ranks(rank):
             assert_same_bytes(dst, expected, f"rank {rank}, trial {trial}")
 
 
-def test_concurrent_copies_from_python_threads():
+@pytest.mark.parametrize("tuning", [{}, {"nt_bytes": 0}], ids=["default", "streamed"])
+def test_concurrent_copies_from_python_threads(tuning):
     """Copies release the GIL: several Python threads copying at once (sharing the plan cache,
-    each also asking for 2 threads) must each get their own exact result."""
+    each also asking for 2 threads) must each get their own exact result; streamed, the
+    transposes with odd rows stitch lines through each thread's own carries."""
     configs = [
         ((300, 301), packed((300, 301)), packed((300, 301), (1, 0)), 4),
         ((2, 3, 67, 65), packed((2, 3, 67, 65), (0, 2, 3, 1)), packed((2, 3, 67, 65)), 1),
@@ -633,7 +635,7 @@ def test_concurrent_copies_from_python_threads():
                 bad.append((worker, rep, sizes))
         return bad
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with tuned(**tuning), ThreadPoolExecutor(max_workers=4) as pool:
         failures = [b for result in pool.map(work, range(4)) for b in result]
     assert failures == []
 
