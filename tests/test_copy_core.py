@@ -534,6 +534,27 @@ def test_streamed_transposes_with_tiny_strips(k):
                                          what=f"{sizes} pitch={pitch}")
 
 
+@pytest.mark.parametrize("tuning", [
+    {"nt_run_bytes": 2**40, "nt_stitch_bytes": 2**40},
+    {"nt_run_bytes": 0, "nt_stitch_bytes": -5, "stage_bytes": 0},
+    {"nt_run_bytes": 2**40, "nt_stitch_bytes": 2**40, "stage_bytes": 0},
+], ids=["huge-runs", "tiny-runs", "huge-runs-tiny-tile"])
+def test_streamed_tuning_extremes_stay_inside_the_tile(tuning):
+    """_tune clamps the streamed runs so that every tile still fits the staging buffer: copies
+    with absurd settings stay exact (the guard bytes and a subprocess would show an overflow)."""
+    code = f"""
+    from test_copy_core import assert_copies_like_numpy, packed, tuned
+    with tuned(nt_bytes=0, **{tuning!r}):
+        for k in (1, 4, 8, 16):
+            for rows, cols, pitch in ((300, 5000, 5000), (257, 3000, 3001), (64, 64, 64),
+                                      (20, 40000, 40000), (20, 40000, 40001)):
+                sizes = (rows, cols)
+                assert_copies_like_numpy(sizes, (pitch, 1), (1, rows), k, line_offset=8)
+    print("ok")
+    """
+    assert run_isolated(code).strip().endswith("ok")
+
+
 @pytest.mark.parametrize("level", SIMD_LEVELS)
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 16])
 def test_long_fills_at_every_simd_level(level, k):

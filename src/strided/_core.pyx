@@ -1725,10 +1725,13 @@ def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, s
     global _NT_RUN_BYTES, _NT_STITCH_BYTES
     old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES,
            _NT_RUN_BYTES, _NT_STITCH_BYTES)
+    # Runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
+    # rows of two runs, still fits the staging buffer.
     if nt_run_bytes is not None:
-        _NT_RUN_BYTES = max(64, int(nt_run_bytes) // 64 * 64)
+        _NT_RUN_BYTES = min(max(64, int(nt_run_bytes) // 64 * 64), <int64_t>ST_TILE_BUF // 32)
     if nt_stitch_bytes is not None:
-        _NT_STITCH_BYTES = max(64, int(nt_stitch_bytes) // 64 * 64)
+        _NT_STITCH_BYTES = min(max(64, int(nt_stitch_bytes) // 64 * 64),
+                               <int64_t>ST_TILE_BUF // 16)
     if stage_bytes is not None:
         _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
     if staged is not None:
