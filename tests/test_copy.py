@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as hst
+from isolated import probe_results, run_isolated
 from numpy.lib.stride_tricks import as_strided
 from strategies import (
     brute_copy_bytes,
@@ -39,7 +40,6 @@ from test_copy_core import (
     packed,
     placed,
     random_bytes,
-    run_isolated,
     sentinel,
     view_over,
 )
@@ -1037,15 +1037,9 @@ import torch
 
 import strided
 
+from isolated import probe, report
+
 warnings.simplefilter("ignore")
-results = {}
-
-
-def probe(fn):
-    try:
-        results[fn.__name__] = fn() or "ok"
-    except Exception as exc:
-        results[fn.__name__] = f"{type(exc).__name__}: {exc}".replace(chr(10), " ")
 
 
 def torch_dst_numpy_negative_src():
@@ -1132,8 +1126,7 @@ for fn in [torch_dst_numpy_negative_src, numpy_negative_dst_torch_src,
            relayout_torch_negative_layout_refused, meta_to_meta, cpu_to_meta, meta_to_cpu,
            meta_to_numpy, numpy_to_meta, relayout_meta]:
     probe(fn)
-for name, outcome in results.items():
-    print(f"{name}: {outcome}")
+report()
 """
 
 TORCH_PROBES = ["torch_dst_numpy_negative_src", "numpy_negative_dst_torch_src",
@@ -1145,8 +1138,7 @@ TORCH_PROBES = ["torch_dst_numpy_negative_src", "numpy_negative_dst_torch_src",
 def torch_probes():
     if not HAVE_TORCH:
         pytest.skip("torch is not installed")
-    out = run_isolated(TORCH_SCRIPT)
-    return dict(line.split(": ", 1) for line in out.splitlines())
+    return probe_results(run_isolated(TORCH_SCRIPT))
 
 
 @pytest.mark.parametrize("name", TORCH_PROBES)

@@ -22,15 +22,13 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
-import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
+from isolated import TESTS_DIR, probe_results, run_isolated
 from numpy.lib.stride_tricks import as_strided
 from strategies import (
     COPY_ITEMSIZES,
@@ -45,7 +43,6 @@ from strategies import (
 import strided
 from strided import _core
 
-TESTS_DIR = Path(__file__).resolve().parent
 GUARD = 64           # guard bytes on each side of every layout (a multiple of 16: alignment)
 THREADS = [None, 1, 2]
 
@@ -108,16 +105,21 @@ def assert_same_bytes(actual, expected, what=""):
                            f"(got {actual[bad[0]]}, expected {expected[bad[0]]})")
 
 
-def run_isolated(code, *, timeout=300, **env_vars):
-    """Run ``code`` in a fresh interpreter (tests/ on sys.path); a crash fails the test."""
-    env = dict(os.environ, **env_vars)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS_DIR), env.get("PYTHONPATH"))
-                                        if p)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=TESTS_DIR, check=False)
-    assert proc.returncode == 0, (f"subprocess exited with {proc.returncode}\n"
-                                  f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
-    return proc.stdout
+def assert_each_thread_count_copies(dst0, df, src, sf, sizes, dst_strides, src_strides, k,
+                                    expected, threads=THREADS, what=""):
+    """Copy into a fresh copy of ``dst0`` on each thread count and compare every byte with
+    ``expected``; 1 and 2 threads must also agree with each other. ``src`` None: the source
+    lies in the destination's own buffer (an overlapping copy)."""
+    results = {}
+    for t in threads:
+        dst = dst0.copy()
+        source = dst if src is None else src
+        _core.copy_memory(address(dst, df), address(source, sf), sizes, dst_strides,
+                          src_strides, k, t)
+        assert_same_bytes(dst, expected, f"{what} num_threads={t}")
+        results[t] = dst
+    if 1 in results and 2 in results:
+        assert results[1].tobytes() == results[2].tobytes()
 
 
 # ---- property tests against the brute-force and numpy oracles ------------------------------
@@ -289,14 +291,8 @@ def test_large_copies_with_guards_and_any_thread_count(sizes, dst_strides, src_s
     src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, len(sizes) + k))
     dst0, df = placed(sizes, dst_strides, k, fill=sentinel)
     expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
-    results = {}
-    for threads in THREADS:
-        dst = dst0.copy()
-        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides, k,
-                          threads)
-        assert_same_bytes(dst, expected, f"num_threads={threads}")
-        results[threads] = dst
-    assert results[1].tobytes() == results[2].tobytes()
+    assert_each_thread_count_copies(dst0, df, src, sf, sizes, dst_strides, src_strides, k,
+                                    expected)
 
 
 def _overlap_cases():
@@ -333,14 +329,8 @@ def test_large_overlapping_copies(n_bytes, sizes, dst_first, dst_strides, src_fi
     original = random_bytes(n_bytes + 2 * GUARD, n_bytes)
     df, sf = GUARD + dst_first, GUARD + src_first
     expected = numpy_copy_bytes(original, df, dst_strides, original, sf, src_strides, sizes, k)
-    results = {}
-    for threads in THREADS:
-        buf = original.copy()
-        _core.copy_memory(address(buf, df), address(buf, sf), sizes, dst_strides, src_strides, k,
-                          threads)
-        assert_same_bytes(buf, expected, f"num_threads={threads}")
-        results[threads] = buf
-    assert results[1].tobytes() == results[2].tobytes()
+    assert_each_thread_count_copies(original, df, None, sf, sizes, dst_strides, src_strides, k,
+                                    expected)
 
 
 # ---- medium random layouts; the engine's tuning forced to its extremes ---------------------
@@ -417,11 +407,8 @@ def test_copies_large_enough_for_streaming_stores(name, sizes, dst_strides, src_
     df += dst_shift
     dst0 = np.concatenate([dst0, sentinel(dst_shift, 7)])
     expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
-    for threads in (1, 2):
-        dst = dst0.copy()
-        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
-                          k, threads)
-        assert_same_bytes(dst, expected, f"num_threads={threads}")
+    assert_each_thread_count_copies(dst0, df, src, sf, sizes, dst_strides, src_strides, k,
+                                    expected, threads=(1, 2))
 
 
 # ---- every SIMD level, streamed transposes, long fills ---------------------------------------
@@ -448,16 +435,13 @@ def aligned_placed(sizes, strides, k, line_offset, *, fill):
 
 
 def assert_copies_like_numpy(sizes, dst_strides, src_strides, k, *, line_offset=0,
-                             broadcast=False, threads=(1, 2), what=""):
+                             threads=(1, 2), what=""):
     """Copy between the layouts on each thread count; compare every byte with np.copyto's."""
     src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, n + k))
     dst0, df = aligned_placed(sizes, dst_strides, k, line_offset, fill=sentinel)
     expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
-    for t in threads:
-        dst = dst0.copy()
-        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
-                          k, t)
-        assert_same_bytes(dst, expected, f"{what} num_threads={t}")
+    assert_each_thread_count_copies(dst0, df, src, sf, sizes, dst_strides, src_strides, k,
+                                    expected, threads=threads, what=what)
 
 
 # (R, C) of a transpose: the AVX2 tiles (8 x 8 floats, 4 x 4 doubles) and their
@@ -959,14 +943,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from strided import _core
 
-results = {}
-
-
-def probe(fn):
-    try:
-        results[fn.__name__] = fn() or "ok"
-    except Exception as exc:
-        results[fn.__name__] = f"{type(exc).__name__}: {exc}".replace(chr(10), " ")
+from isolated import probe, report
 
 
 def refused(sizes, dst_strides, src_strides, itemsize, errors=(OverflowError, ValueError)):
@@ -1078,8 +1055,7 @@ for fn in [default_threads_respect_omp_num_threads, overflow_byte_offset,
            overflow_size_value, overflow_element_count, overflow_span, unaligned_transposes,
            partial_element_overlap]:
     probe(fn)
-for name, outcome in results.items():
-    print(f"{name}: {outcome}")
+report()
 """
 
 RISKY = ["default_threads_respect_omp_num_threads", "overflow_byte_offset",
@@ -1090,8 +1066,7 @@ RISKY = ["default_threads_respect_omp_num_threads", "overflow_byte_offset",
 
 @pytest.fixture(scope="module")
 def risky_results():
-    out = run_isolated(RISKY_SCRIPT, OMP_NUM_THREADS="1")
-    return dict(line.split(": ", 1) for line in out.splitlines())
+    return probe_results(run_isolated(RISKY_SCRIPT, OMP_NUM_THREADS="1"))
 
 
 @pytest.mark.parametrize("name", RISKY)

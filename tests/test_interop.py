@@ -16,12 +16,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import itertools
-import os
-import subprocess
-import sys
-import textwrap
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,12 +36,12 @@ from interop_backends import (
     reach_counts,
     with_itemsize,
 )
+from isolated import probe_results, run_isolated
 from strategies import brute_offsets
 
 import strided
 from strided.interop import MemoryRecord, describe
 
-TESTS_DIR = Path(__file__).resolve().parent
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 HAVE_XP = importlib.util.find_spec("array_api_strict") is not None
 HAVE_CUDA = HAVE_TORCH and cuda_available()
@@ -86,22 +81,6 @@ def backend_cases(select=lambda b: True, case=lambda name, n, L: True):
 
 ALL = backends()
 GUARD = 3
-
-
-def run_isolated(code, *, timeout=300):
-    """Run ``code`` in a fresh interpreter (tests/ on sys.path); return its stdout.
-
-    Asserts a zero exit status: a crash (torch aborting, a segfault) fails the test instead of
-    taking pytest down with it.
-    """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS_DIR), env.get("PYTHONPATH"))
-                                        if p)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=TESTS_DIR, check=False)
-    assert proc.returncode == 0, (f"subprocess exited with {proc.returncode}\n"
-                                  f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
-    return proc.stdout
 
 
 def result_type_ok(b, v):
@@ -1050,13 +1029,9 @@ import torch
 import strided
 from strided.interop import describe
 
+from isolated import probe, report
+
 warnings.simplefilter("ignore")
-PROBES = {}
-
-
-def probe(fn):
-    PROBES[fn.__name__] = fn
-    return fn
 
 
 def refused(x, what):
@@ -1133,13 +1108,7 @@ def float8_negative_strides():
     assert v.dtype == torch.float8_e4m3fn and v.float().tolist() == [3.0, 1.0], v
 
 
-for name, fn in PROBES.items():
-    try:
-        fn()
-    except Exception as exc:
-        print(f"{name}: {type(exc).__name__}: {exc}".replace(chr(10), " "))
-    else:
-        print(f"{name}: ok")
+report()
 """
 
 
@@ -1148,8 +1117,7 @@ def torch_probes():
     """Run every odd torch input once, in one subprocess: {probe name: "ok" or the error}."""
     if not HAVE_TORCH:
         pytest.skip("torch is not installed")
-    out = run_isolated(TORCH_PROBES_SCRIPT)
-    return dict(line.split(": ", 1) for line in out.splitlines())
+    return probe_results(run_isolated(TORCH_PROBES_SCRIPT))
 
 
 @pytest.mark.parametrize("name", ["sparse_coo", "sparse_csr", "nested", "meta", "float8",

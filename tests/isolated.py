@@ -1,0 +1,67 @@
+"""Test code run in a fresh interpreter, so that a crash fails a test instead of pytest.
+
+:func:`run_isolated` runs a script in a subprocess with ``tests/`` on ``sys.path`` and returns
+its stdout. A script that checks many inputs registers each check with :func:`probe` and ends
+with :func:`report`, which runs them all and prints ``name: ok``, or ``name:`` and the error (or
+the string the check returned); the test reads the lines back with :func:`probe_results`::
+
+    out = run_isolated('''
+        from isolated import probe, report
+
+        @probe
+        def negative_strides():
+            ...
+
+        report()
+    ''')
+    assert probe_results(out)["negative_strides"] == "ok"
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+PROBES: dict[str, Callable[[], Any]] = {}
+
+
+def probe(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Register a check for :func:`report` (usable as a decorator)."""
+    PROBES[fn.__name__] = fn
+    return fn
+
+
+def report() -> None:
+    """Run every registered check once; print ``name: outcome``, one line each."""
+    for name, fn in PROBES.items():
+        try:
+            outcome = fn() or "ok"
+        except Exception as exc:
+            outcome = f"{type(exc).__name__}: {exc}"
+        print(f"{name}: {outcome}".replace("\n", " "))
+
+
+def probe_results(out: str) -> dict[str, str]:
+    """{check name: "ok" or what went wrong}, from :func:`report`'s lines."""
+    return dict(line.split(": ", 1) for line in out.splitlines())
+
+
+def run_isolated(code: str, *, timeout: float = 300, **env_vars: str) -> str:
+    """Run ``code`` in a fresh interpreter (tests/ on sys.path, extra environment variables
+    from ``env_vars``); return its stdout. Asserts a zero exit status: a crash (torch aborting,
+    a segfault) fails the test instead of taking pytest down with it."""
+    env = dict(os.environ, **env_vars)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS_DIR), env.get("PYTHONPATH"))
+                                        if p)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=TESTS_DIR, check=False)
+    assert proc.returncode == 0, (f"subprocess exited with {proc.returncode}\n"
+                                  f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc.stdout
