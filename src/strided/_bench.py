@@ -365,12 +365,10 @@ class Case:
 
 
 def _packed(sizes: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
-    out = [0] * len(sizes)
-    acc = 1
-    for ax in reversed(order):
-        out[ax] = acc
-        acc *= sizes[ax]
-    return tuple(out)
+    """Packed strides of ``sizes`` in a physical order (the core's rule; cases only)."""
+    from strided import _core
+
+    return tuple(_core.packed_strides(sizes, order))
 
 
 _NCHW = (8, 64, 56, 56)
