@@ -42,6 +42,7 @@ from strategies import (
 
 import strided
 from strided import _core
+from strided.interop import _ndarray
 
 GUARD = 64           # guard bytes on each side of every layout (a multiple of 16: alignment)
 THREADS = [None, 1, 2]
@@ -831,6 +832,11 @@ FAST_PAIRS = {
 }
 
 
+# The two fast paths of copyto: numpy's struct read directly, and any buffer. The first hands
+# what it does not take to the second, so both must copy and decline alike.
+FAST_PATHS = {"copyto_arrays": _ndarray.copyto_arrays, "copyto_buffers": _core.copyto_buffers}
+
+
 def as_numpy(x):
     return np.asarray(x) if not isinstance(x, (bytes, bytearray, memoryview)) else \
         np.array(memoryview(x))
@@ -838,27 +844,70 @@ def as_numpy(x):
 
 @pytest.mark.parametrize("threads", [None, 1, 2])
 @pytest.mark.parametrize("name", list(FAST_PAIRS))
-def test_copyto_buffers_copies_numpy_and_buffers(name, threads):
+@pytest.mark.parametrize("path", list(FAST_PATHS))
+def test_fast_paths_copy_numpy_and_buffers(path, name, threads):
     dst, src = FAST_PAIRS[name]()
     expected = as_numpy(dst).copy()
     np.copyto(expected, as_numpy(src))
-    assert _core.copyto_buffers(dst, src, threads) is True
+    assert FAST_PATHS[path](dst, src, threads) is True
     np.testing.assert_array_equal(as_numpy(dst), expected)
 
 
-def test_copyto_buffers_overlapping_views_of_one_array():
+NUMPY_DTYPES = ["?", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "e", "f4", "f8", "g",
+                "F", "D", "G", ">i4", ">f8", "<c8"]
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+@pytest.mark.parametrize("path", list(FAST_PATHS))
+def test_fast_paths_copy_every_numeric_dtype(path, dtype):
+    rng = np.random.default_rng(7)
+    raw = rng.integers(0, 256, 5 * 7 * 3 * np.dtype(dtype).itemsize, dtype=np.uint8)
+    src = raw.view(dtype).reshape(5, 7, 3)[::-1, :, ::2].transpose(2, 0, 1)
+    dst = np.zeros((5, 5, 7), dtype)[::4]          # padded: every 4th plane
+    assert FAST_PATHS[path](dst, src) is True
+    # compare bytes: random bits make NaNs, which compare unequal as values
+    assert np.ascontiguousarray(dst).tobytes() == np.ascontiguousarray(src).tobytes()
+
+
+@pytest.mark.parametrize("path", list(FAST_PATHS))
+def test_fast_paths_overlapping_views_of_one_array(path):
+    copy = FAST_PATHS[path]
     a = np.arange(100 * 100, dtype=np.float64).reshape(100, 100)
     expected = a.T.copy()
-    assert _core.copyto_buffers(a, a.T) is True
+    assert copy(a, a.T) is True
     np.testing.assert_array_equal(a, expected)
     b = np.arange(1000, dtype=np.int32)
     expected = b[:-3].copy()
-    assert _core.copyto_buffers(b[3:], b[:-3]) is True
+    assert copy(b[3:], b[:-3]) is True
     np.testing.assert_array_equal(b[3:], expected)
     c = np.arange(1001, dtype=np.uint8)
     expected = c[::-1].copy()
-    assert _core.copyto_buffers(c, c[::-1]) is True
+    assert copy(c, c[::-1]) is True
     np.testing.assert_array_equal(c, expected)
+
+
+class _Tagged(np.ndarray):
+    """A subclass: the numpy fast path leaves it to the buffer path (it may be special)."""
+
+
+@pytest.mark.parametrize("which", ["dst", "src"])
+def test_copyto_arrays_hands_subclasses_to_the_buffer_path(which):
+    dst, src = np.zeros((3, 4), np.float32), _f4((4, 3), 1).T
+    if which == "dst":
+        dst = dst.view(_Tagged)
+    else:
+        src = src.view(_Tagged)
+    assert _ndarray.copyto_arrays(dst, src) is True
+    np.testing.assert_array_equal(np.asarray(dst), np.asarray(src))
+
+
+def test_copyto_arrays_validates_num_threads_first():
+    dst = np.zeros(3)
+    with pytest.raises(ValueError, match="num_threads must be >= 1"):
+        _ndarray.copyto_arrays(dst, np.ones(3), 0)
+    with pytest.raises(TypeError, match="num_threads"):
+        _ndarray.copyto_arrays(dst, np.ones(3), 1.5)
+    assert (dst == 0).all()
 
 
 def _readonly():
@@ -891,6 +940,10 @@ DECLINED = {
     "int-src": lambda: (np.zeros(()), 3),
     "str-src": lambda: (bytearray(3), "abc"),
     "datetime64-no-buffer": lambda: (np.zeros(3, "M8[s]"), np.arange(1, 4).astype("M8[s]")),
+    "stride-not-whole-items": lambda: (np.zeros(3, np.float32),
+                                       as_strided(np.arange(4.0, dtype=np.float32)
+                                                  .view(np.uint8)[1:13].view(np.float32),
+                                                  (3,), (3,))),
 }
 
 
@@ -902,10 +955,11 @@ def snapshot(x):
 
 
 @pytest.mark.parametrize("name", list(DECLINED))
-def test_copyto_buffers_declines_and_writes_nothing(name):
+@pytest.mark.parametrize("path", list(FAST_PATHS))
+def test_fast_paths_decline_and_write_nothing(path, name):
     dst, src = DECLINED[name]()
     before = snapshot(dst)
-    assert _core.copyto_buffers(dst, src) is False
+    assert FAST_PATHS[path](dst, src) is False
     after = snapshot(dst)
     if isinstance(before, list):
         assert after == before
@@ -925,10 +979,11 @@ def test_copyto_buffers_declines_and_writes_nothing(name):
         lambda: (np.zeros(4, "U2"), np.array(["ab", "c", "", "zz"])),
     ],
 )
-def test_copyto_buffers_on_unusual_formats_copies_right_or_declines(make):
+@pytest.mark.parametrize("path", list(FAST_PATHS))
+def test_fast_paths_on_unusual_formats_copy_right_or_decline(path, make):
     dst, src = make()
     before = dst.copy()
-    done = _core.copyto_buffers(dst, src)
+    done = FAST_PATHS[path](dst, src)
     assert done in (True, False)
     if done:
         assert dst.tobytes() == np.ascontiguousarray(src).tobytes()
@@ -941,6 +996,7 @@ def test_copyto_buffers_on_unusual_formats_copies_right_or_declines(make):
 RISKY_SCRIPT = """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+import strided
 from strided import _core
 
 from isolated import probe, report
@@ -984,6 +1040,32 @@ def overflow_element_count():
 
 def overflow_span():
     return refused((3, 2**62), (2**62, 1), (0, 1), 1)
+
+
+def _huge(base, shape, strides):
+    return as_strided(base, shape, strides)
+
+
+def fast_paths_refuse_offsets_leaving_int64():
+    # made-up strides: the third element would lie 2**63 bytes away; nothing may be read
+    from strided.interop import _ndarray
+    for copy in (_ndarray.copyto_arrays, _core.copyto_buffers):
+        src = _huge(np.zeros(1), (3,), (2**62,))
+        dst = np.full(3, 7.0)
+        assert copy(dst, src) is False, copy
+        assert (dst == 7).all()
+        huge_dst = _huge(np.zeros(1), (4,), (-(2**62),))
+        assert copy(huge_dst, np.zeros(4)) is False, copy
+    # and copyto's slow path names the problem
+    for dst, src in [(np.zeros(3), _huge(np.zeros(1), (3,), (2**62,))),
+                     (_huge(np.zeros(1), (4,), (-(2**62),)), np.zeros(4))]:
+        try:
+            strided.copyto(dst, src)
+        except OverflowError as e:
+            assert "leave the signed 64-bit range" in str(e), e
+        else:
+            return "copyto accepted made-up strides"
+    return "ok"
 
 
 def _unaligned(k, sizes, dst_order, src_order, shift_dst, shift_src, threads):
@@ -1053,7 +1135,7 @@ def default_threads_respect_omp_num_threads():
 for fn in [default_threads_respect_omp_num_threads, overflow_byte_offset,
            overflow_src_byte_offset, overflow_stride_value, overflow_negative_stride_value,
            overflow_size_value, overflow_element_count, overflow_span, unaligned_transposes,
-           partial_element_overlap]:
+           partial_element_overlap, fast_paths_refuse_offsets_leaving_int64]:
     probe(fn)
 report()
 """
@@ -1061,7 +1143,7 @@ report()
 RISKY = ["default_threads_respect_omp_num_threads", "overflow_byte_offset",
          "overflow_src_byte_offset", "overflow_stride_value", "overflow_negative_stride_value",
          "overflow_size_value", "overflow_element_count", "overflow_span", "unaligned_transposes",
-         "partial_element_overlap"]
+         "partial_element_overlap", "fast_paths_refuse_offsets_leaving_int64"]
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ def test_openmp_flag_is_a_bool_and_matches_the_core():
 
 def test_typing_and_cython_files_are_installed():
     package = Path(strided.__file__).parent
-    for name in ("py.typed", "_core.pyi", "_core.pxd", "_openmp.pxd"):
+    for name in ("py.typed", "_core.pyi", "_core.pxd", "_openmp.pxd", "interop/_ndarray.pyi"):
         assert (package / name).is_file(), name
 
 

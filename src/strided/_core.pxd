@@ -44,3 +44,19 @@ cdef int c_coalesce(int nd, const int64_t* sizes, const int64_t* strides,
 cdef int c_reshape_strides(int nd, const int64_t* sizes, const int64_t* strides,
                            int new_nd, const int64_t* new_sizes, int64_t* new_strides,
                            int* blocked_old_axis, int* blocked_new_axis) noexcept nogil
+
+# Stride arithmetic of buffers: divide byte strides by the itemsize in place; a stride that
+# cannot matter (its dim has <= 1 element, or count == 0) becomes 0. Return 0, or 1 + the first
+# axis whose stride is not whole elements.
+cdef int c_element_strides(int nd, const int64_t* sizes, int64_t* strides, int64_t itemsize,
+                           int64_t count) noexcept nogil
+
+# The copy engine, for compiled adapters. Unlike the c_* routines these need the GIL and may
+# raise. copy_threads: the thread count of a num_threads argument (None: the default); raises
+# TypeError / ValueError naming num_threads. copy_elements: copy `count` elements between two
+# memory blocks the caller owns (element strides; any overlap between them is handled); return
+# 0 when done, 1 (nothing written) when dst overlaps itself or a byte offset leaves int64.
+cdef int copy_threads(object num_threads) except -1
+cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* dst_strides, const int64_t* src_strides, int64_t itemsize,
+                       int64_t count, int nthreads) except -1

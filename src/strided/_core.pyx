@@ -1275,8 +1275,8 @@ def index(sizes, strides, offset, key):
     return tuple(out_sizes), tuple(out_strides), off
 
 
-cdef int _byte_to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz,
-                                  int64_t count) noexcept nogil:
+cdef int c_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz,
+                           int64_t count) noexcept nogil:
     """Divide byte strides by the itemsize in place (the rule of `element_strides`): a stride
     that cannot matter (its dim has at most one element, or `count`, the number of elements,
     is 0) becomes 0. Return 0, or 1 + the first axis whose stride is not whole elements."""
@@ -1292,12 +1292,12 @@ cdef int _byte_to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_
 
 
 cdef int _to_element_strides(int nd, const int64_t* sz, int64_t* st, int64_t isz) except -1:
-    """_byte_to_element_strides, raising for a stride that is not whole elements."""
+    """c_element_strides, raising for a stride that is not whole elements."""
     cdef int bad
     cdef int64_t n
     if c_size(nd, sz, &n):
         raise OverflowError(f"the number of elements of sizes {_tuple(nd, sz)!r} leaves int64")
-    bad = _byte_to_element_strides(nd, sz, st, isz, n)
+    bad = c_element_strides(nd, sz, st, isz, n)
     if bad:
         raise ValueError(
             f"byte stride {st[bad - 1]} of axis {bad - 1} is not a multiple of the itemsize "
@@ -2233,7 +2233,7 @@ cdef enum:
     _MAX_THREADS = 256
 
 
-cdef int _resolve_threads(object num_threads) except -1:
+cdef int copy_threads(object num_threads) except -1:
     cdef int64_t v
     if num_threads is None:
         return max(1, min(strided_omp_max_threads(), _CORES))
@@ -2257,15 +2257,22 @@ def resolve_threads(num_threads=None):
     ValueError
         ``num_threads`` < 1.
     """
-    return _resolve_threads(num_threads)
+    return copy_threads(num_threads)
+
+
+cdef int _byte_span_leaves_int64(int nd, const int64_t* sizes, const int64_t* strides,
+                                 int64_t itemsize) noexcept nogil:
+    """1 when some byte offset of a layout (element 0 at offset 0), or the end of its last
+    element, leaves int64."""
+    cdef int64_t lo, hi, b
+    return (c_span(nd, sizes, strides, 0, &lo, &hi) or checked_mul(lo, itemsize, &b)
+            or checked_mul(hi, itemsize, &b) or checked_add(b, itemsize, &b))
 
 
 cdef int _byte_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t itemsize,
                     str name) except -1:
     """Check that every byte offset of a layout (element 0 at offset 0) fits int64."""
-    cdef int64_t lo, hi, b
-    if (c_span(nd, sizes, strides, 0, &lo, &hi) or checked_mul(lo, itemsize, &b)
-            or checked_mul(hi, itemsize, &b) or checked_add(b, itemsize, &b)):
+    if _byte_span_leaves_int64(nd, sizes, strides, itemsize):
         raise OverflowError(
             f"the byte offsets of {name} {_tuple(nd, strides)!r} with sizes "
             f"{_tuple(nd, sizes)!r} and itemsize {itemsize} leave the signed 64-bit range"
@@ -2321,7 +2328,7 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     isz = _as_int64(itemsize, "itemsize")
     if isz < 1:
         raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
-    nthreads = _resolve_threads(num_threads)
+    nthreads = copy_threads(num_threads)
     dptr = _address(dst_address, "dst_address")
     sptr = _address(src_address, "src_address")
     if c_size(nd, sz, &count):
@@ -2341,6 +2348,30 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     _copy_planned(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, nthreads, plan)
 
 
+cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* dst_strides, const int64_t* src_strides, int64_t itemsize,
+                       int64_t count, int nthreads) except -1:
+    """Copy between two validated memory blocks (element strides; ``count`` elements).
+
+    The one entry of compiled adapters (buffers here, numpy arrays in
+    ``strided.interop._ndarray``): they read an array's address, sizes and strides, and this
+    does the rest. Return 0 when the copy is done, or 1, having written nothing, when it cannot
+    be done as asked: the destination overlaps itself, or a byte offset leaves int64 (strides
+    made up with numpy's ``as_strided``). The caller's slow path then explains the refusal.
+    """
+    cdef CopyPlan scratch
+    cdef const CopyPlan* plan
+    if count == 0:
+        return 0
+    if (_byte_span_leaves_int64(nd, sizes, dst_strides, itemsize)
+            or _byte_span_leaves_int64(nd, sizes, src_strides, itemsize)):
+        return 1
+    if _get_plan(nd, sizes, dst_strides, src_strides, itemsize, &scratch, &plan):
+        return 1
+    _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, plan)
+    return 0
+
+
 cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
 
 
@@ -2358,7 +2389,7 @@ cdef int _buffer_layout(Py_buffer* view, int64_t count, int64_t* sizes,
         return 0
     for i in range(view.ndim):
         strides[i] = view.strides[i]
-    return _byte_to_element_strides(view.ndim, sizes, strides, view.itemsize, count) != 0
+    return c_element_strides(view.ndim, sizes, strides, view.itemsize, count) != 0
 
 
 def copyto_buffers(dst, src, num_threads=None):
@@ -2378,9 +2409,7 @@ def copyto_buffers(dst, src, num_threads=None):
     cdef int64_t count = 1
     cdef const char* fd
     cdef const char* fs
-    cdef int i, nd, nthreads = _resolve_threads(num_threads)
-    cdef CopyPlan scratch
-    cdef const CopyPlan* plan
+    cdef int i, nd, nthreads = copy_threads(num_threads)
     try:
         try:
             PyObject_GetBuffer(dst, &dv, PyBUF_RECORDS_RO)
@@ -2412,13 +2441,8 @@ def copyto_buffers(dst, src, num_threads=None):
             count *= dv.shape[i]
         if _buffer_layout(&dv, count, sz, dstr) or _buffer_layout(&sv, count, sz, sstr):
             return False
-        if count == 0:
-            return True
-        if _get_plan(nd, sz, dstr, sstr, dv.itemsize, &scratch, &plan):
-            return False
-        _copy_planned(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr, dv.itemsize,
-                      nthreads, plan)
-        return True
+        return copy_elements(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr,
+                             dv.itemsize, count, nthreads) == 0
     finally:
         if have_s:
             PyBuffer_Release(&sv)

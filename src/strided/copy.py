@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from strided import _core
-from strided._core import copyto_buffers as _copyto_buffers
 from strided.formats import BlockedFormat, parse_blocked, physical_order, strides_agree
 from strided.interop import _dlpack, _numpy, _torch, describe, view
+from strided.interop._ndarray import copyto_arrays as _copyto_arrays
 from strided.interop._record import MemoryRecord, check_view
 from strided.layout import Layout
 
@@ -116,8 +116,8 @@ def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
         ...
     ValueError: dst has shape (3, 2) but src has shape (2, 3): copyto needs the same sizes ...
     """
-    # The fast path first and alone: buffer-protocol arrays (numpy) it can copy by itself.
-    if _copyto_buffers(dst, src, num_threads):
+    # The fast path first and alone: numpy and buffer-protocol arrays it can copy by itself.
+    if _copyto_arrays(dst, src, num_threads):
         return
     _copyto_checked(dst, src, num_threads)
 

@@ -1,0 +1,3 @@
+"""Type stubs of the compiled numpy fast path of ``strided.copyto`` (``_ndarray.pyx``)."""
+
+def copyto_arrays(dst: object, src: object, num_threads: int | None = None) -> bool: ...
