@@ -16,7 +16,7 @@ cdef extern from *:
     """
     #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
     /* the oldest numpy that strided supports at run time (pyproject.toml) */
-    #define NPY_TARGET_VERSION NPY_1_25_API_VERSION
+    #define NPY_TARGET_VERSION NPY_2_2_API_VERSION
     #include <numpy/arrayobject.h>
 
     static int st_numpy_import(void) { return PyArray_ImportNumPyAPI(); }
