@@ -12,8 +12,9 @@ and configuration. Configurations are ``_tune`` keyword sets, given as a JSON li
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more; ``tile_bytes``
 the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1: never); ``nt_run_bytes``
 a streamed transpose's destination run per tile row (doubled for 1-byte items) and
-``nt_stitch_bytes`` the same for rows that do not share a line alignment (halved for bytes). A
-configuration may also hold ``"simd"``: the kernels' SIMD level (0: SSE2, 1: + SSSE3,
+``nt_stitch_bytes`` the same for rows that do not share a line alignment (halved for bytes);
+``chunks_per_thread`` the chunks a team's blocks are claimed in, per thread (1: about one fixed
+share each). A configuration may also hold ``"simd"``: the kernels' SIMD level (0: SSE2, 1: + SSSE3,
 2: + AVX2), for comparing the kernel families on one machine.
 """
 
@@ -109,7 +110,7 @@ def main() -> None:
                 print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
     finally:
         keys = ("tile_bytes", "block_bytes", "thread_bytes", "nt_bytes", "staged", "stage_bytes",
-                "nt_run_bytes", "nt_stitch_bytes")
+                "nt_run_bytes", "nt_stitch_bytes", "chunks_per_thread")
         _core._tune(**dict(zip(keys, original)))
         _core._simd(-1)
 

@@ -506,6 +506,25 @@ def test_streamed_transposes_stitch_lines_across_blocks(k, cols):
                                      what=f"pitch={pitch} misaligned")
 
 
+@pytest.mark.parametrize("chunks", [1, 3, 10**9])
+@pytest.mark.parametrize("k", [1, 4, 12])
+def test_teams_claim_blocks_in_chunks_of_any_size(k, chunks):
+    """A team claims its blocks in chunks from a shared counter: one fixed share per thread
+    (chunks=1), a few, or one block a claim (10**9). Stitched streamed strips, in-place tiles
+    and fills must come out whole whichever thread takes which chunk."""
+    with tuned(thread_bytes=1, chunks_per_thread=chunks):
+        for nt_bytes in (0, -1):
+            with tuned(nt_bytes=nt_bytes, nt_run_bytes=64, nt_stitch_bytes=64):
+                for sizes, dst_strides, src_strides in [
+                    ((40, 50), (53, 1), (1, 40)),             # transpose, odd pitch
+                    ((3, 30, 20), (700, 23, 1), (600, 1, 30)),
+                    ((6, 7, 300), (2100, 300, 1), (1, 0, 0)),  # broadcast: fills
+                ]:
+                    assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                             line_offset=k, threads=(1, 2, 3, 5),
+                                             what=f"nt_bytes={nt_bytes} {sizes}")
+
+
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_streamed_transposes_with_tiny_strips(k):
     """Blocks of 16 bytes and a thread per byte of work: strips of many narrow blocks, shares

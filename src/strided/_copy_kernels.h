@@ -215,6 +215,21 @@ ST_INLINE void st_stitch_row(char *d, const char *s, size_t n, char *carry, int 
     }
 }
 
+/* Claim n work items from a counter shared by a team: return the first (>= the total when none
+ * is left). Relaxed order: the items are independent, and the parallel region's end orders
+ * their stores before the caller goes on. */
+static inline int64_t st_claim(int64_t *next, int64_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_fetch_add(next, n, __ATOMIC_RELAXED);
+#else
+    int64_t first;
+#pragma omp atomic capture
+    { first = *next; *next += n; }
+    return first;
+#endif
+}
+
 /* Order this thread's streaming stores before whatever follows (the end of the copy). */
 static inline void st_store_fence(void)
 {

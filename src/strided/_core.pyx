@@ -22,10 +22,7 @@ from libc.string cimport memcpy, strchr, strcmp
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from cython.parallel cimport parallel
 
-from strided._openmp cimport (
-    STRIDED_OPENMP_ENABLED, strided_omp_max_threads, strided_omp_num_threads,
-    strided_omp_thread_num,
-)
+from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
 
 import operator
 import os
@@ -1678,6 +1675,7 @@ cdef extern from "_copy_kernels.h":
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
                        Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
     void st_store_fence() noexcept nogil
+    int64_t st_claim(int64_t* next, int64_t n) noexcept nogil
     char* st_scratch() noexcept nogil
     int st_cpu_init() noexcept nogil
     int st_set_simd(int level) noexcept nogil
@@ -1716,15 +1714,19 @@ cdef int64_t _STAGE_BYTES = 131072  # the staging tile's size (at most ST_TILE_B
 cdef int64_t _STAGE_BIG_FROM = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
 cdef int64_t _NT_RUN_BYTES = 128   # a streamed transpose's destination run per tile row ...
 cdef int64_t _NT_STITCH_BYTES = 512   # ... when rows do not share a line alignment
+cdef int64_t _CHUNKS_PER_THREAD = 8   # a team's blocks are claimed in this many chunks a thread
 
 
 def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
-          stage_bytes=None, nt_run_bytes=None, nt_stitch_bytes=None):
-    """Set the copy engine's tuning constants (bytes); return the previous ones. For benchmarks."""
+          stage_bytes=None, nt_run_bytes=None, nt_stitch_bytes=None, chunks_per_thread=None):
+    """Set the copy engine's tuning constants (bytes, and the chunks a thread's share of the
+    blocks is claimed in); return the previous ones. For benchmarks."""
     global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
-    global _NT_RUN_BYTES, _NT_STITCH_BYTES
+    global _NT_RUN_BYTES, _NT_STITCH_BYTES, _CHUNKS_PER_THREAD
     old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES,
-           _NT_RUN_BYTES, _NT_STITCH_BYTES)
+           _NT_RUN_BYTES, _NT_STITCH_BYTES, _CHUNKS_PER_THREAD)
+    if chunks_per_thread is not None:
+        _CHUNKS_PER_THREAD = max(1, int(chunks_per_thread))
     # Runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
     # rows of two runs, still fits the staging buffer.
     if nt_run_bytes is not None:
@@ -2064,19 +2066,29 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
             i -= 1
 
 
-cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead) noexcept nogil:
-    """Inside a parallel region: this thread's contiguous share of the blocks (static split)."""
-    cdef int64_t team = strided_omp_num_threads(), me = strided_omp_thread_num()
-    cdef int64_t base = P.items // team, extra = P.items % team
-    cdef int64_t lo = me * base + min(me, extra)
-    _run_blocks(P, dst, src, lo, lo + base + (1 if me < extra else 0), lead)
+cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead,
+                     int64_t* next, int64_t chunk) noexcept nogil:
+    """Inside a parallel region: claim chunks of ``chunk`` consecutive blocks from the team's
+    counter ``next`` and run them, until none is left.
+
+    Not a fixed share per thread: on a machine where another process, or another library's
+    OpenMP threads still spinning after their own work, holds a core, the thread that runs
+    late claims fewer chunks instead of holding the whole copy back. (_run_blocks takes any
+    range of blocks: a chunk starts and ends its stitched strips like a share did.)
+    """
+    cdef int64_t lo
+    while True:
+        lo = st_claim(next, chunk)
+        if lo >= P.items:
+            return
+        _run_blocks(P, dst, src, lo, min(lo + chunk, P.items), lead)
 
 
 cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
     """Run a plan: on one thread below _THREAD_BYTES of work per thread, else on a team."""
     cdef int64_t useful = P.nbytes // _THREAD_BYTES
     cdef int nt = nthreads
-    cdef int64_t lead = 0
+    cdef int64_t lead = 0, next = 0, chunk
     dst += P.dst_shift
     src += P.src_shift
     if P.align and <uintptr_t>dst % P.unit == 0:
@@ -2089,8 +2101,9 @@ cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) 
     if nt <= 1 or not STRIDED_OPENMP_ENABLED:
         _run_blocks(P, dst, src, 0, P.items, lead)
         return
+    chunk = max(<int64_t>1, P.items // (nt * _CHUNKS_PER_THREAD))
     with parallel(num_threads=nt):
-        _run_share(P, dst, src, lead)
+        _run_share(P, dst, src, lead, &next, chunk)
 
 
 # ---- plan cache ------------------------------------------------------------------------------
