@@ -2194,18 +2194,18 @@ cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int6
 
 cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
                        const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
-                       int nthreads, const CopyPlan* plan) except -1:
+                       int nthreads, const CopyPlan* plan, int64_t dlo, int64_t dhi,
+                       int64_t slo, int64_t shi) except -1:
     """Run a planned, validated, non-empty copy; through a temporary when the memory overlaps.
 
-    Precondition: both byte spans fit int64 and the destination does not overlap itself.
+    ``dlo..dhi`` and ``slo..shi`` are the element spans of the two layouts (c_span, element 0
+    at 0). Precondition: both byte spans fit int64 and the destination does not overlap itself.
     """
-    cdef int64_t dlo, dhi, slo, shi, count = 0
+    cdef int64_t count = 0
     cdef int64_t tstr[MAX_NDIM]
     cdef int order[MAX_NDIM]
     cdef CopyPlan first, second, own
     cdef char* tmp
-    c_span(nd, sizes, dstr, 0, &dlo, &dhi)
-    c_span(nd, sizes, sstr, 0, &slo, &shi)
     # byte ranges [dst + dlo*isz, dst + (dhi+1)*isz) and the same for src
     if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
             or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
@@ -2274,18 +2274,19 @@ def resolve_threads(num_threads=None):
 
 
 cdef int _byte_span_leaves_int64(int nd, const int64_t* sizes, const int64_t* strides,
-                                 int64_t itemsize) noexcept nogil:
-    """1 when some byte offset of a layout (element 0 at offset 0), or the end of its last
-    element, leaves int64."""
-    cdef int64_t lo, hi, b
-    return (c_span(nd, sizes, strides, 0, &lo, &hi) or checked_mul(lo, itemsize, &b)
-            or checked_mul(hi, itemsize, &b) or checked_add(b, itemsize, &b))
+                                 int64_t itemsize, int64_t* lo, int64_t* hi) noexcept nogil:
+    """Set lo..hi to a layout's element span (element 0 at offset 0); return 1 when some byte
+    offset of it, or the end of its last element, leaves int64."""
+    cdef int64_t b
+    return (c_span(nd, sizes, strides, 0, lo, hi) or checked_mul(lo[0], itemsize, &b)
+            or checked_mul(hi[0], itemsize, &b) or checked_add(b, itemsize, &b))
 
 
 cdef int _byte_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t itemsize,
                     str name) except -1:
     """Check that every byte offset of a layout (element 0 at offset 0) fits int64."""
-    if _byte_span_leaves_int64(nd, sizes, strides, itemsize):
+    cdef int64_t lo, hi
+    if _byte_span_leaves_int64(nd, sizes, strides, itemsize, &lo, &hi):
         raise OverflowError(
             f"the byte offsets of {name} {_tuple(nd, strides)!r} with sizes "
             f"{_tuple(nd, sizes)!r} and itemsize {itemsize} leave the signed 64-bit range"
@@ -2329,8 +2330,6 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     cdef int64_t isz, count
     cdef int nd, n, nthreads
     cdef size_t dptr, sptr
-    cdef CopyPlan scratch
-    cdef const CopyPlan* plan
     nd = _load(sizes, "sizes", sz, True)
     n = _load(dst_strides, "dst_strides", dst, False)
     if n != nd:
@@ -2353,12 +2352,12 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     if dptr == 0 or sptr == 0:
         raise ValueError(f"{'dst_address' if dptr == 0 else 'src_address'} is NULL (0) but "
                          f"the copy has {count} elements")
-    if _get_plan(nd, sz, dst, src, isz, &scratch, &plan):
+    # the spans are checked above, so a refusal here is the destination overlapping itself
+    if copy_elements(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, count, nthreads):
         raise ValueError(
             f"the destination overlaps itself: two of its elements share memory (dst_strides "
             f"{_tuple(nd, dst)!r}, sizes {_tuple(nd, sz)!r}), so a copy into it is ambiguous"
         )
-    _copy_planned(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, nthreads, plan)
 
 
 cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
@@ -2374,14 +2373,16 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
     """
     cdef CopyPlan scratch
     cdef const CopyPlan* plan
+    cdef int64_t dlo, dhi, slo, shi
     if count == 0:
         return 0
-    if (_byte_span_leaves_int64(nd, sizes, dst_strides, itemsize)
-            or _byte_span_leaves_int64(nd, sizes, src_strides, itemsize)):
+    if (_byte_span_leaves_int64(nd, sizes, dst_strides, itemsize, &dlo, &dhi)
+            or _byte_span_leaves_int64(nd, sizes, src_strides, itemsize, &slo, &shi)):
         return 1
     if _get_plan(nd, sizes, dst_strides, src_strides, itemsize, &scratch, &plan):
         return 1
-    _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, plan)
+    _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, plan,
+                  dlo, dhi, slo, shi)
     return 0
 
 

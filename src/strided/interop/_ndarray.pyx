@@ -23,24 +23,19 @@ cdef extern from *:
 
     /* 1 when d and s are plain ndarrays (no subclass, which may define its own assignment)
      * of one and the same dtype object, of bool or number type (elements are plain bytes: no
-     * references, nothing the buffer path would describe differently), with equal shapes, and
-     * d is writeable. Other pairs take the buffer path, which decides them as before. */
+     * references, nothing the buffer path would describe differently), of one rank, and d is
+     * writeable (the shapes are compared where they are read). Other pairs take the buffer
+     * path, which decides them as before. */
     static int st_plain_pair(PyObject *d, PyObject *s)
     {
         PyArrayObject *a, *b;
         PyArray_Descr *t;
-        int i, nd;
         if (!PyArray_CheckExact(d) || !PyArray_CheckExact(s)) return 0;
         a = (PyArrayObject *)d;
         b = (PyArrayObject *)s;
         t = PyArray_DESCR(a);
         if (t != PyArray_DESCR(b) || !PyTypeNum_ISNUMBER(t->type_num)) return 0;
-        if (!PyArray_ISWRITEABLE(a)) return 0;
-        nd = PyArray_NDIM(a);
-        if (nd != PyArray_NDIM(b)) return 0;
-        for (i = 0; i < nd; i++)
-            if (PyArray_DIMS(a)[i] != PyArray_DIMS(b)[i]) return 0;
-        return 1;
+        return PyArray_ISWRITEABLE(a) && PyArray_NDIM(a) == PyArray_NDIM(b);
     }
     static int st_ndim(PyObject *a) { return PyArray_NDIM((PyArrayObject *)a); }
     static char *st_data(PyObject *a) { return PyArray_BYTES((PyArrayObject *)a); }
@@ -78,6 +73,7 @@ def copyto_arrays(dst, src, num_threads=None):
     cdef int64_t dst_strides[MAX_NDIM]
     cdef int64_t src_strides[MAX_NDIM]
     cdef npy_intp* dims
+    cdef npy_intp* src_dims
     cdef npy_intp* dstr
     cdef npy_intp* sstr
     if not st_plain_pair(dst, src) or st_ndim(dst) > MAX_NDIM:
@@ -85,9 +81,12 @@ def copyto_arrays(dst, src, num_threads=None):
     nd = st_ndim(dst)
     itemsize = st_itemsize(dst)
     dims = st_dims(dst)
+    src_dims = st_dims(src)
     dstr = st_strides(dst)
     sstr = st_strides(src)
     for i in range(nd):
+        if dims[i] != src_dims[i]:
+            return False    # no broadcasting; the slow path names the two shapes
         # numpy keeps an array's element count inside npy_intp: no overflow here
         sizes[i] = dims[i]
         count *= dims[i]
