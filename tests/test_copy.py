@@ -33,7 +33,6 @@ from strategies import (
     source_strides,
 )
 from test_copy_core import (
-    GUARD,
     THREADS,
     assert_same_bytes,
     blocked_pair,
@@ -41,6 +40,7 @@ from test_copy_core import (
     placed,
     random_bytes,
     sentinel,
+    shared_placement,
     view_over,
 )
 
@@ -113,12 +113,7 @@ def test_copyto_numpy_views_of_one_buffer(case, seed, data):
     """dst and src are views of the same buffer: the result is a copy of the original source."""
     dtype, sizes, dst_strides, src_strides = case
     k = dtype.itemsize
-    dlo, dhi = element_span(sizes, dst_strides)
-    slo, shi = element_span(sizes, src_strides)
-    n = max(dhi - dlo, shi - slo) + 1 + data.draw(hst.integers(0, 3))
-    buf = random_bytes(n * k + 2 * GUARD, seed)
-    df = GUARD + k * (data.draw(hst.integers(0, n - 1 - (dhi - dlo))) - dlo)
-    sf = GUARD + k * (data.draw(hst.integers(0, n - 1 - (shi - slo))) - slo)
+    buf, df, sf = shared_placement(sizes, dst_strides, src_strides, k, seed, data)
     expected = brute_copy_bytes(buf, df, dst_strides, buf, sf, src_strides, sizes, k)
     strided.copyto(view_over(buf, df, sizes, dst_strides, k, dtype),
                    view_over(buf, sf, sizes, src_strides, k, dtype))
@@ -1069,47 +1064,51 @@ def relayout_torch_negative_layout_refused():
     return "accepted a negative-stride layout for a torch result"
 
 
-def meta_to_meta():
-    m = torch.empty(3, 4, device="meta")
+def _torch_copies(dst, src):
+    # two torch tensors, one not on the CPU: strided hands them to torch's own copy_
+    out = strided.copyto(dst, src)
+    assert out is None and dst.is_meta
+    return "ok"
+
+
+def _refused_before_writing(dst, src, errors, match):
+    before = np.array(dst).copy()
     try:
-        strided.copyto(m, torch.empty(4, 3, device="meta").t())
-    except (ValueError, TypeError):
-        pass
+        strided.copyto(dst, src)
+    except errors as e:
+        assert match in str(e), e
+        assert (np.array(dst) == before).all(), "written before the error"
+        return "ok"
+    return "copied out of a meta tensor"
+
+
+def meta_to_meta():
+    return _torch_copies(torch.empty(3, 4, device="meta"), torch.empty(4, 3, device="meta").t())
 
 
 def cpu_to_meta():
-    m = torch.empty(3, 4, device="meta")
-    try:
-        strided.copyto(m, torch.ones(3, 4))
-    except (ValueError, TypeError):
-        pass
+    return _torch_copies(torch.empty(3, 4, device="meta"), torch.ones(3, 4))
 
 
 def meta_to_cpu():
-    d = torch.zeros(3, 4)
-    try:
-        strided.copyto(d, torch.empty(3, 4, device="meta"))
-    except Exception:
-        assert not d.any()
-        return "ok"
-    return "copied out of a meta tensor"
+    # torch's copy_ refuses: a meta tensor has no data
+    return _refused_before_writing(torch.zeros(3, 4), torch.empty(3, 4, device="meta"),
+                                   NotImplementedError, "meta")
 
 
 def meta_to_numpy():
-    d = np.zeros((3, 4), np.float32)
-    try:
-        strided.copyto(d, torch.empty(3, 4, device="meta"))
-    except Exception:
-        assert not d.any()
-        return "ok"
-    return "copied out of a meta tensor"
+    return _refused_before_writing(np.zeros((3, 4), np.float32),
+                                   torch.empty(3, 4, device="meta"), ValueError,
+                                   "src is on device meta")
 
 
 def numpy_to_meta():
     try:
         strided.copyto(torch.empty(3, 4, device="meta"), np.ones((3, 4), np.float32))
-    except (ValueError, TypeError):
-        pass
+    except ValueError as e:
+        assert "dst is on device meta" in str(e), e
+        return "ok"
+    return "copied into a meta tensor from numpy"
 
 
 def relayout_meta():

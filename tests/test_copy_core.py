@@ -143,18 +143,25 @@ def test_copy_memory_matches_brute_force_and_numpy(case, threads, seed, extra):
     assert_same_bytes(src_buf, src_before, "the source changed")
 
 
-@given(case=copy_cases(), threads=hst.sampled_from(THREADS), seed=hst.integers(0, 2**32 - 1),
-       data=hst.data())
-def test_copy_memory_between_overlapping_layouts_of_one_buffer(case, threads, seed, data):
-    """Source and destination anywhere in one buffer: the result is a copy of the source as it
-    was before the call, and no other byte changes."""
-    sizes, dst_strides, src_strides, k = case
+def shared_placement(sizes, dst_strides, src_strides, k, seed, data):
+    """(buf, dst_first, src_first): random bytes with guards, holding both layouts anywhere
+    inside, overlapping each other or not (``data`` draws where)."""
     dlo, dhi = element_span(sizes, dst_strides)
     slo, shi = element_span(sizes, src_strides)
     n = max(dhi - dlo, shi - slo) + 1 + data.draw(hst.integers(0, 3))
     buf = random_bytes(n * k + 2 * GUARD, seed)
     dst_first = GUARD + k * (data.draw(hst.integers(0, n - 1 - (dhi - dlo))) - dlo)
     src_first = GUARD + k * (data.draw(hst.integers(0, n - 1 - (shi - slo))) - slo)
+    return buf, dst_first, src_first
+
+
+@given(case=copy_cases(), threads=hst.sampled_from(THREADS), seed=hst.integers(0, 2**32 - 1),
+       data=hst.data())
+def test_copy_memory_between_overlapping_layouts_of_one_buffer(case, threads, seed, data):
+    """Source and destination anywhere in one buffer: the result is a copy of the source as it
+    was before the call, and no other byte changes."""
+    sizes, dst_strides, src_strides, k = case
+    buf, dst_first, src_first = shared_placement(sizes, dst_strides, src_strides, k, seed, data)
     expected = brute_copy_bytes(buf, dst_first, dst_strides, buf, src_first, src_strides,
                                 sizes, k)
     _core.copy_memory(address(buf, dst_first), address(buf, src_first), sizes, dst_strides,
@@ -377,12 +384,8 @@ def test_copy_memory_with_tiny_blocks_and_forced_threads(case, threads, shared, 
     copy: small cases then run through many blocks, odometer steps and thread shares."""
     sizes, dst_strides, src_strides, k = case
     if shared:
-        dlo, dhi = element_span(sizes, dst_strides)
-        slo, shi = element_span(sizes, src_strides)
-        n = max(dhi - dlo, shi - slo) + 1 + data.draw(hst.integers(0, 3))
-        src = dst = random_bytes(n * k + 2 * GUARD, seed)
-        df = GUARD + k * (data.draw(hst.integers(0, n - 1 - (dhi - dlo))) - dlo)
-        sf = GUARD + k * (data.draw(hst.integers(0, n - 1 - (shi - slo))) - slo)
+        src, df, sf = shared_placement(sizes, dst_strides, src_strides, k, seed, data)
+        dst = src
     else:
         src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, seed))
         dst, df = placed(sizes, dst_strides, k, fill=sentinel)
