@@ -5,8 +5,9 @@
 # Every routine works on C arrays of int64 element counts (sizes, strides, offsets in *elements*).
 # Routines that cannot fail are `noexcept nogil`. Routines returning `int` status return 0 on
 # success and a positive STATUS_* code on failure; they never raise, so the caller (holding the
-# GIL again) turns the code into an exception with the context it knows. c_overlaps is the one
-# routine that may raise (KeyboardInterrupt during a long exact search): `except -1 nogil`.
+# GIL again) turns the code into an exception with the context it knows. c_overlaps and c_shares
+# are the routines that may raise (KeyboardInterrupt during a long exact search): `except -1
+# nogil`; they answer 0 (no), 1 (yes) or OVERLAP_UNDECIDED (the work budget ran out first).
 from libc.stdint cimport int64_t
 
 cdef enum:
@@ -24,6 +25,9 @@ cdef enum:
     FLAG_PADDED = 16
     FLAG_EMPTY = 32
 
+cdef enum:
+    OVERLAP_UNDECIDED = 2
+
 # Checked int64 arithmetic: return 1 (and leave *out unspecified) when the result leaves int64.
 cdef int checked_add(int64_t a, int64_t b, int64_t* out) noexcept nogil
 cdef int checked_mul(int64_t a, int64_t b, int64_t* out) noexcept nogil
@@ -36,7 +40,12 @@ cdef int c_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t of
 cdef int c_packed_strides(int nd, const int64_t* sizes, const int* order,
                           const unsigned char* broadcast, int64_t* out) noexcept nogil
 cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil
-cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1 nogil
+# max_work: nodes of the exact search (negative: no budget); see the notes in _core.pyx.
+cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides,
+                    int64_t max_work) except -1 nogil
+cdef int c_shares(int na, const int64_t* asz, const int64_t* ast, int64_t ka,
+                  int nb, const int64_t* bsz, const int64_t* bst, int64_t kb,
+                  int64_t delta, int64_t max_work) except -1 nogil
 cdef void c_physical_order(int nd, const int64_t* sizes, const int64_t* strides,
                            int* order) noexcept nogil
 cdef int c_coalesce(int nd, const int64_t* sizes, const int64_t* strides,

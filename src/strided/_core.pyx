@@ -14,7 +14,8 @@ from cpython.pycapsule cimport (
 )
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport (
-    INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t,
+    INT64_MAX, INT64_MIN, int32_t, int64_t, intptr_t, uint8_t, uint16_t, uint32_t, uint64_t,
+    uintptr_t,
 )
 from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc, qsort
@@ -329,53 +330,80 @@ cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept 
     return flags
 
 
-# ---- exact self-overlap ---------------------------------------------------------------------
+# ---- exact overlap: an element reached twice, or two layouts sharing memory ------------------
 #
-# Two distinct indices i != j reach the same offset iff x = i - j != 0 solves
-#     sum_k s_k x_k = 0,   |x_k| <= u_k = size_k - 1,
-# with s_k = |stride_k| (x_k -> -x_k absorbs the sign). This is numpy's mem_overlap.c problem
-# (a bounded linear Diophantine equation); with every u_k = 1 it is EQUAL SUBSET SUM, so it is
-# NP-complete and no exact method is polynomial on every input. We decide it exactly, in this
-# order, each step cheap and each removing work from the next:
-#   1. a zero stride on a dim of size > 1 overlaps; a size-0 layout never does;
-#   2. sorted by s, a dim whose s equals (s * (u + 1)) of the one below it forms a packed pair
-#      with it: their offsets are a bijection onto one dim (same s, u' = n n' - 1); merge;
-#   3. every pair (i, j) is decided exactly by gcd: the pair alone has a solution iff
-#      s_j / g <= u_i and s_i / g <= u_j (g = gcd(s_i, s_j)); a pair solution overlaps;
-#   4. the largest dim dominates when s_max > sum of the others' s * u: its x must be 0; drop it;
-#   (repeat 2-4 to a fixed point; <= 2 dims left means no overlap)
-#   5. pigeonhole: more indices (prod n) than offsets in the span (sum s*u + 1) overlaps;
-#   6. a depth-first search over x from the largest stride down, each x_j bounded by what the
-#      smaller dims can still cancel (|t - s_j x_j| <= R_j) and stepped by the congruence
-#      s_j x_j = t (mod gcd of the smaller strides), with the sign of the first non-zero x fixed.
-#      When that search could exceed 2**18 nodes, the smallest-stride dims are first tabulated
-#      (every sum they reach, at most 2**20 of them, sorted: meet in the middle) and the search
-#      stops above them with a binary search for the residual.
-# Steps 1-5 decide every layout made by slicing, permuting, broadcasting and reshaping a
-# non-overlapping buffer, and every sliding-window view, in O(d^2) for rank d (d <= 64).
-# Step 6's worst case is about prod over the searched dims of min(2 u_j + 1, 2 R_j / s_j + 1)
-# nodes, divided by the table: it is reached only by hand-made strides with no common structure
-# (an equal-subset-sum instance). Measured on this project's 2-core machine: 20 size-2 dims with
-# random 40-bit strides take ~6 ms, 30 take ~4 s, 40 ~1 s (a collision is found early); dense
-# instances are settled at once by the pigeonhole step.
-# The search checks for Ctrl-C every 2**20 nodes so even that case stays interruptible.
+# Both questions are one bounded linear Diophantine problem, numpy's mem_overlap.c problem:
+#     is there an integer x with  sum_k c_k x_k = t,  lo_k <= x_k <= hi_k   (c_k > 0, lo_k <= 0 <= hi_k)?
+# * Self-overlap (two distinct indices i != j at one offset): x = i - j != 0, c_k = |stride_k|,
+#   |x_k| <= u_k = size_k - 1, t = 0 ("symmetric": x and -x are both solutions).
+# * Two layouts A and B sharing a byte (element 0 of B `delta` bytes after A's): one term per dim
+#   of A (c = |stride| * itemsize, x in 0..u, or -u..0 for a negative stride), one per dim of B
+#   with the opposite sign, and one "slack" term of coefficient 1 for the bytes inside an element
+#   (p - q, -(itemsize_B - 1) .. itemsize_A - 1); t = delta.
+# With every range -1..1 the problem is EQUAL SUBSET SUM, so it is NP-complete and no exact
+# method is polynomial on every input. It is decided exactly, each step cheap and each removing
+# work from the next:
+#   1. self-overlap: a zero stride on a dim of size > 1 overlaps; a size-0 layout never does;
+#      sharing: terms of equal coefficient merge (their ranges add);
+#   2. sorted by c, a term whose c equals c * (number of values) of the one below it forms a
+#      packed pair with it: every combination is one value of a single term; merge;
+#   3. self-overlap: every pair (i, j) is decided exactly by gcd: the pair alone has a solution
+#      iff c_j / g <= u_i and c_i / g <= u_j (g = gcd(c_i, c_j)); a pair solution overlaps;
+#      the largest term dominates when c_max > sum of the others' c * u: its x must be 0; drop it;
+#      (repeat 2-3 to a fixed point; <= 2 dims left means no overlap)
+#   4. counting: self-overlap when more indices than offsets in the span (pigeonhole); sharing
+#      when t is outside the reachable range (no), not a multiple of the gcd (no), or when the
+#      sums cover every integer of their range (yes);
+#   5. a depth-first search over x from the largest c down, each x_j bounded by what the smaller
+#      terms can still reach (rmin_j <= t - c_j x_j <= rmax_j) and stepped by the congruence
+#      c_j x_j = t (mod gcd of the smaller c), with the sign of the first non-zero x fixed in
+#      the symmetric case. When that search could exceed 2**18 nodes, the smallest terms are
+#      first tabulated (every sum they reach, at most 2**20 of them, sorted: meet in the middle)
+#      and the search stops above them with a binary search for the residual.
+# Steps 1-4 decide every layout made by slicing, permuting, broadcasting and reshaping a
+# non-overlapping buffer, sliding windows, shifts and interleaved slices in O(d^2) for rank d.
+# Step 5's worst case is exponential; it is reached only by hand-made strides with no common
+# structure. Every search runs under a work budget (`max_work`: nodes visited plus table
+# entries; negative means none): past it the answer is OVERLAP_UNDECIDED, never a guess.
+# DEFAULT_MAX_WORK keeps a decision under about a second. The search checks for Ctrl-C every
+# 2**20 nodes, so even an unbounded one stays interruptible.
 
 cdef enum:
-    # Bottom tables (step 6) hold at most this many sums; 8 MiB, built only past SEARCH_SMALL.
+    # Bottom tables (step 5) hold at most this many sums; 8 MiB, built only past SEARCH_SMALL.
     BOTTOM_TABLE_MAX = 1 << 20
     SEARCH_SMALL = 1 << 18
 
+# About 0.3 s of search on this project's 2-core x86-64 machine (measured: 2**24 nodes, its
+# table included, take 1.0-1.2 s), so that a copy's fast path and its slow path's check of the
+# same destination stay under a second together.
+cdef int64_t _DEFAULT_MAX_WORK = 1 << 22
+DEFAULT_MAX_WORK = _DEFAULT_MAX_WORK
+"""Work budget of every overlap decision that does not name one (nodes of the search)."""
+
+
+class TooHardError(ValueError, RuntimeError):
+    """Deciding an overlap exactly needs more work than the budget allows (numpy's name).
+
+    Raised where the answer matters and cannot be guessed: a check of a destination, or
+    `Layout.overlaps`. Copies never raise it: they treat an undecided overlap as an overlap and
+    go through a buffer, which is always correct.
+    """
+
 
 ctypedef struct _Search:
-    const int64_t* s          # strides, ascending, divided by their gcd
-    const int64_t* u          # size - 1
-    const int64_t* reach      # reach[j] = sum_{i<j} s_i u_i
-    const int64_t* below_gcd  # gcd(s_0 .. s_{j-1}); 0 for j = 0
-    int bottom                # dims 0 .. bottom-1 are answered by the table
-    int64_t* table            # sorted distinct sums of those dims over |x_i| <= u_i
+    const int64_t* c          # coefficients, ascending, > 0, divided by their gcd
+    const int64_t* lo         # x_i >= lo_i (<= 0)
+    const int64_t* hi         # x_i <= hi_i (>= 0)
+    const int64_t* rmin       # rmin[j] = sum_{i<j} c_i lo_i: the least the terms below reach
+    const int64_t* rmax       # rmax[j] = sum_{i<j} c_i hi_i
+    const int64_t* below_gcd  # gcd(c_0 .. c_{j-1}); 0 for j = 0
+    bint symmetric            # self-overlap: t = 0, x != 0 wanted, x and -x equivalent
+    int bottom                # terms 0 .. bottom-1 are answered by the table
+    int64_t* table            # sorted distinct sums of those terms over their ranges
     Py_ssize_t table_len
-    bint bottom_overlaps      # some x != 0 of the bottom dims alone sums to 0
+    bint bottom_zero          # symmetric: some x != 0 of the bottom terms alone sums to 0
     int64_t work
+    int64_t max_work          # < 0: no budget
 
 
 cdef int _cmp_int64(const void* a, const void* b) noexcept nogil:
@@ -396,22 +424,33 @@ cdef bint _table_has(const _Search* q, int64_t t) noexcept nogil:
     return False
 
 
+cdef inline bint _over_budget(_Search* q, int64_t work) noexcept nogil:
+    q.work += work
+    return q.max_work >= 0 and q.work > q.max_work
+
+
 cdef int _build_bottom_table(_Search* q, int k) noexcept nogil:
-    """Tabulate every sum of dims 0..k-1 (meet in the middle); return 0, or -1 out of memory."""
+    """Tabulate every sum of terms 0..k-1 (meet in the middle).
+
+    Return 0, -1 out of memory (the search then goes on without a table), or OVERLAP_UNDECIDED
+    when the table alone would exceed the work budget.
+    """
     cdef Py_ssize_t total = 1, n = 1, m, p, zeros = 0
     cdef int i
     cdef int64_t x, step
     for i in range(k):
-        total *= 2 * q.u[i] + 1
+        total *= q.hi[i] - q.lo[i] + 1
+    if _over_budget(q, total):
+        return OVERLAP_UNDECIDED
     q.table = <int64_t*>malloc(total * sizeof(int64_t))
     if q.table == NULL:
         return -1
     q.table[0] = 0
     for i in range(k):
         m = n
-        for x in range(-q.u[i], q.u[i] + 1):
-            if x != 0:
-                step = q.s[i] * x
+        for x in range(q.lo[i], q.hi[i] + 1):
+            if x != 0:   # x = 0 keeps the sums already there (every range holds 0)
+                step = q.c[i] * x
                 for p in range(n):
                     q.table[m] = q.table[p] + step
                     m += 1
@@ -419,7 +458,7 @@ cdef int _build_bottom_table(_Search* q, int k) noexcept nogil:
     # Each x vector was enumerated once, so a second 0 is a non-zero x summing to 0.
     for p in range(n):
         zeros += q.table[p] == 0
-    q.bottom_overlaps = zeros > 1
+    q.bottom_zero = zeros > 1
     qsort(q.table, n, sizeof(int64_t), _cmp_int64)
     m = 1
     for p in range(1, n):
@@ -432,56 +471,87 @@ cdef int _build_bottom_table(_Search* q, int k) noexcept nogil:
 
 
 cdef int _search(_Search* q, int j, int64_t t, bint nonzero) except -1 nogil:
-    """Is there x_0..x_j, in bounds, with sum s_i x_i == t (and x != 0 overall)?"""
-    cdef int64_t sj, uj, r, g
-    cdef int64_t lo, hi, tmp, h, m, x, x0
+    """Is there x_0..x_j, in bounds, with sum c_i x_i == t (and, symmetric, x != 0 overall)?
+
+    0 no, 1 yes, OVERLAP_UNDECIDED when the work budget ran out first.
+    """
+    cdef int64_t cj, g, lo, hi, tmp, h, m, x, x0
+    cdef int found
     if j < q.bottom:
-        if t == 0:
-            return nonzero or q.bottom_overlaps
+        if q.symmetric and t == 0:
+            return nonzero or q.bottom_zero
         return _table_has(q, t)
-    sj = q.s[j]
-    uj = q.u[j]
-    r = q.reach[j]
+    cj = q.c[j]
     g = q.below_gcd[j]
-    # |t - s_j x| <= r  <=>  (t - r) / s_j <= x <= (t + r) / s_j; a bound that leaves int64 is
-    # far outside [-u_j, u_j] and so does not bind.
-    lo = -uj if checked_add(t, -r, &tmp) else max(-uj, _ceil_div(tmp, sj))
-    hi = uj if checked_add(t, r, &tmp) else min(uj, _floor_div(tmp, sj))
-    if not nonzero:
+    # rmin_j <= t - c_j x <= rmax_j  <=>  (t - rmax_j) / c_j <= x <= (t - rmin_j) / c_j; a bound
+    # that leaves int64 is far outside [lo_j, hi_j] and so does not bind.
+    lo = q.lo[j] if checked_add(t, -q.rmax[j], &tmp) else max(q.lo[j], _ceil_div(tmp, cj))
+    hi = q.hi[j] if checked_add(t, -q.rmin[j], &tmp) else min(q.hi[j], _floor_div(tmp, cj))
+    if q.symmetric and not nonzero:
         lo = max(lo, 0)   # x and -x are both solutions: fix the sign of the first non-zero x
     if lo > hi:
         return 0
     if j == 0:
-        if t % sj != 0:
+        if t % cj != 0:
             return 0
-        x = t // sj
-        return lo <= x <= hi and (nonzero or x != 0)
-    # t - s_j x must be a multiple of g = gcd(s_0 .. s_{j-1}): solve s_j x = t (mod g).
-    h = _gcd(sj, g)
+        x = t // cj
+        return lo <= x <= hi and (not q.symmetric or nonzero or x != 0)
+    # t - c_j x must be a multiple of g = gcd(c_0 .. c_{j-1}): solve c_j x = t (mod g).
+    h = _gcd(cj, g)
     if t % h != 0:
         return 0
     m = g // h
     if m == 1:
         x0 = 0
     else:
-        x0 = strided_mulmod(_pos_mod(t // h, m), _mod_inverse(_pos_mod(sj // h, m), m), m)
+        x0 = strided_mulmod(_pos_mod(t // h, m), _mod_inverse(_pos_mod(cj // h, m), m), m)
     x = lo + _pos_mod(x0 - _pos_mod(lo, m), m)
     while x <= hi:
-        q.work += 1
+        if _over_budget(q, 1):
+            return OVERLAP_UNDECIDED
         if (q.work & 0xFFFFF) == 0:
             with gil:
                 PyErr_CheckSignals()
-        if _search(q, j - 1, t - sj * x, nonzero or x != 0):
-            return 1
+        found = _search(q, j - 1, t - cj * x, nonzero or x != 0)
+        if found:
+            return found
         if x > INT64_MAX - m:
             break
         x += m
     return 0
 
 
+cdef void _sort_terms(int d, int64_t* c, int64_t* lo, int64_t* hi) noexcept nogil:
+    """Insertion sort of (c, lo, hi) triples by c (d <= 2 * MAX_NDIM + 1)."""
+    cdef int i, j
+    cdef int64_t kc, kl, kh
+    for i in range(1, d):
+        kc = c[i]
+        kl = lo[i]
+        kh = hi[i]
+        j = i - 1
+        while j >= 0 and c[j] > kc:
+            c[j + 1] = c[j]
+            lo[j + 1] = lo[j]
+            hi[j + 1] = hi[j]
+            j -= 1
+        c[j + 1] = kc
+        lo[j + 1] = kl
+        hi[j + 1] = kh
+
+
+cdef void _drop_term(int* dp, int i, int64_t* c, int64_t* lo, int64_t* hi) noexcept nogil:
+    cdef int k
+    for k in range(i, dp[0] - 1):
+        c[k] = c[k + 1]
+        lo[k] = lo[k + 1]
+        hi[k] = hi[k + 1]
+    dp[0] -= 1
+
+
 cdef int _reduce_overlap(int* dp, int64_t* s, int64_t* u) noexcept nogil:
-    """Steps 2-4 above. Returns 1 when an overlap is proven, else 0 with the dims reduced."""
-    cdef int i, j, k, d = dp[0]
+    """Steps 2-3 of a self-overlap. 1 when an overlap is proven, else 0 with the dims reduced."""
+    cdef int i, j, d = dp[0]
     cdef bint changed = True
     cdef int64_t g, nxt, reach
     while changed:
@@ -490,9 +560,9 @@ cdef int _reduce_overlap(int* dp, int64_t* s, int64_t* u) noexcept nogil:
         while i < d:
             if not checked_mul(s[i - 1], u[i - 1] + 1, &nxt) and nxt == s[i]:
                 u[i - 1] = (u[i - 1] + 1) * (u[i] + 1) - 1   # <= the layout's size
-                for k in range(i, d - 1):
-                    s[k] = s[k + 1]
-                    u[k] = u[k + 1]
+                for j in range(i, d - 1):
+                    s[j] = s[j + 1]
+                    u[j] = u[j + 1]
                 d -= 1
                 changed = True
             else:
@@ -514,16 +584,91 @@ cdef int _reduce_overlap(int* dp, int64_t* s, int64_t* u) noexcept nogil:
     return 0
 
 
-cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1 nogil:
-    """1 when two distinct indices reach the same offset, else 0 (exact).
+cdef int _reduce_terms(int* dp, int64_t* c, int64_t* lo, int64_t* hi) noexcept nogil:
+    """Steps 1-2 of a sharing problem on sorted terms: merge equal coefficients and packed
+    pairs. 0, or 1 when a merged range leaves int64 (the caller gives up: undecided)."""
+    cdef int i
+    cdef int64_t w, nxt, a, b
+    cdef bint changed = True
+    while changed:
+        changed = False
+        i = 1
+        while i < dp[0]:
+            if c[i] == c[i - 1]:
+                if checked_add(lo[i - 1], lo[i], &lo[i - 1]) or checked_add(hi[i - 1], hi[i],
+                                                                            &hi[i - 1]):
+                    return 1
+                _drop_term(dp, i, c, lo, hi)
+                changed = True
+                continue
+            w = hi[i - 1] - lo[i - 1] + 1
+            if not checked_mul(c[i - 1], w, &nxt) and nxt == c[i]:
+                # x + w y, x over w consecutive values: one range, lo + w lo' .. hi + w hi'
+                if (checked_mul(w, lo[i], &a) or checked_add(lo[i - 1], a, &a)
+                        or checked_mul(w, hi[i], &b) or checked_add(hi[i - 1], b, &b)):
+                    return 1
+                lo[i - 1] = a
+                hi[i - 1] = b
+                _drop_term(dp, i, c, lo, hi)
+                changed = True
+                continue
+            i += 1
+    return 0
+
+
+cdef int _run_search(_Search* q, int d, int64_t* c, const int64_t* lo, const int64_t* hi,
+                     int64_t t, bint symmetric, int64_t max_work) except -1 nogil:
+    """Step 5 over d >= 1 sorted terms whose partial sums fit int64; c is divided by its gcd
+    here (t must be a multiple of it)."""
+    cdef int64_t rmin[2 * MAX_NDIM + 2]
+    cdef int64_t rmax[2 * MAX_NDIM + 2]
+    cdef int64_t below_gcd[2 * MAX_NDIM + 2]
+    cdef int64_t g = 0
+    cdef int i
+    for i in range(d):
+        g = _gcd(c[i], g)
+    for i in range(d):
+        c[i] //= g
+    t //= g
+    rmin[0] = 0
+    rmax[0] = 0
+    below_gcd[0] = 0
+    for i in range(1, d):
+        rmin[i] = rmin[i - 1] + c[i - 1] * lo[i - 1]
+        rmax[i] = rmax[i - 1] + c[i - 1] * hi[i - 1]
+        below_gcd[i] = _gcd(c[i - 1], below_gcd[i - 1])
+    q.c = c
+    q.lo = lo
+    q.hi = hi
+    q.rmin = rmin
+    q.rmax = rmax
+    q.below_gcd = below_gcd
+    q.symmetric = symmetric
+    q.bottom = 0
+    q.table = NULL
+    q.table_len = 0
+    q.bottom_zero = False
+    q.work = 0
+    q.max_work = max_work
+    try:
+        if _plan_bottom_table(q, d) == OVERLAP_UNDECIDED:
+            return OVERLAP_UNDECIDED
+        return _search(q, d - 1, t, False)
+    finally:
+        free(q.table)
+
+
+cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides,
+                    int64_t max_work) except -1 nogil:
+    """1 when two distinct indices reach the same offset, 0 when none do (exact), or
+    OVERLAP_UNDECIDED when the search needs more than ``max_work`` (< 0: no budget).
 
     Precondition: the span fits int64 (c_span returned STATUS_OK).
     """
     cdef int64_t s[MAX_NDIM]
     cdef int64_t u[MAX_NDIM]
-    cdef int64_t reach[MAX_NDIM]
-    cdef int64_t below_gcd[MAX_NDIM]
-    cdef int64_t count = 1, width = 1, g = 0
+    cdef int64_t neg[MAX_NDIM]
+    cdef int64_t count = 1, width = 1
     cdef bint count_overflow = False
     cdef _Search q
     cdef int i, d
@@ -546,51 +691,112 @@ cdef int c_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except
     if count_overflow or count > width:
         return 1
     for i in range(d):
-        g = _gcd(s[i], g)
+        neg[i] = -u[i]
+    return _run_search(&q, d, s, neg, u, 0, True, max_work)
+
+
+cdef int _add_terms(int nd, const int64_t* sizes, const int64_t* strides, int64_t itemsize,
+                    bint negate, int d, int64_t* c, int64_t* lo, int64_t* hi) noexcept nogil:
+    """Append a layout's byte terms (see above); return the new count, or -1 past int64."""
+    cdef int i
+    cdef bint up
+    for i in range(nd):
+        if sizes[i] > 1 and strides[i] != 0:
+            if checked_mul(strides[i] if strides[i] > 0 else -strides[i], itemsize, &c[d]):
+                return -1
+            up = (strides[i] > 0) != negate
+            lo[d] = 0 if up else 1 - sizes[i]
+            hi[d] = sizes[i] - 1 if up else 0
+            d += 1
+    return d
+
+
+cdef int c_shares(int na, const int64_t* asz, const int64_t* ast, int64_t ka,
+                  int nb, const int64_t* bsz, const int64_t* bst, int64_t kb,
+                  int64_t delta, int64_t max_work) except -1 nogil:
+    """Whether layout A (element strides ``ast``, items of ``ka`` bytes, element 0 at byte 0) and
+    layout B (items of ``kb`` bytes, element 0 at byte ``delta``) share a byte: 1 yes, 0 no
+    (exact), OVERLAP_UNDECIDED past ``max_work`` or when the byte arithmetic leaves int64.
+    """
+    cdef int64_t c[2 * MAX_NDIM + 1]
+    cdef int64_t lo[2 * MAX_NDIM + 1]
+    cdef int64_t hi[2 * MAX_NDIM + 1]
+    cdef int64_t rmin = 0, rmax = 0, g = 0, term
+    cdef int i, d = 0
+    cdef _Search q
+    for i in range(na):
+        if asz[i] == 0:
+            return 0
+    for i in range(nb):
+        if bsz[i] == 0:
+            return 0
+    d = _add_terms(na, asz, ast, ka, False, 0, c, lo, hi)
+    if d >= 0:
+        d = _add_terms(nb, bsz, bst, kb, True, d, c, lo, hi)
+    if d < 0:
+        return OVERLAP_UNDECIDED
+    if ka > 1 or kb > 1:   # the bytes inside the two elements: p - q
+        c[d] = 1
+        lo[d] = 1 - kb
+        hi[d] = ka - 1
+        d += 1
+    _sort_terms(d, c, lo, hi)
+    if _reduce_terms(&d, c, lo, hi):
+        return OVERLAP_UNDECIDED
     for i in range(d):
-        s[i] //= g
-    reach[0] = 0
-    below_gcd[0] = 0
-    for i in range(1, d):
-        reach[i] = reach[i - 1] + s[i - 1] * u[i - 1]
-        below_gcd[i] = _gcd(s[i - 1], below_gcd[i - 1])
-    q.s = s
-    q.u = u
-    q.reach = reach
-    q.below_gcd = below_gcd
-    q.bottom = 0
-    q.table = NULL
-    q.table_len = 0
-    q.bottom_overlaps = False
-    q.work = 0
-    _plan_bottom_table(&q, d)
-    try:
-        return _search(&q, d - 1, 0, False)
-    finally:
-        free(q.table)
+        if (checked_mul(c[i], lo[i], &term) or checked_add(rmin, term, &rmin)
+                or checked_mul(c[i], hi[i], &term) or checked_add(rmax, term, &rmax)):
+            return OVERLAP_UNDECIDED
+        g = _gcd(c[i], g)
+    if delta < rmin or delta > rmax:
+        return 0
+    if d == 0:
+        return delta == 0
+    if delta % g != 0:
+        return 0
+    if _covers_range(d, c, lo, hi, g):
+        return 1
+    return _run_search(&q, d, c, lo, hi, delta, False, max_work)
 
 
-cdef void _plan_bottom_table(_Search* q, int d) noexcept nogil:
-    """Table the smallest-stride dims when the search space is large (meet in the middle).
+cdef bint _covers_range(int d, const int64_t* c, const int64_t* lo, const int64_t* hi,
+                        int64_t g) noexcept nogil:
+    """Whether the sums of sorted terms reach every multiple of g between their least and their
+    greatest sum (by induction, as _covers_interval: each c_j <= g + the width below)."""
+    cdef int i
+    cdef int64_t width = 0
+    for i in range(d):
+        if c[i] > width + g:
+            return False
+        width += c[i] * (hi[i] - lo[i])
+    return True
 
-    The search then enumerates only the top dims and looks each residual up, so its work is
-    the product of the top dims' ranges instead of all of them, for a table of at most
+
+cdef int _plan_bottom_table(_Search* q, int d) noexcept nogil:
+    """Table the smallest terms when the search space is large (meet in the middle).
+
+    The search then enumerates only the top terms and looks each residual up, so its work is
+    the product of the top terms' ranges instead of all of them, for a table of at most
     BOTTOM_TABLE_MAX sums. Small searches skip the table: they are cheaper than its sort.
+    Returns OVERLAP_UNDECIDED when the table alone would exceed the work budget, else 0.
     """
     cdef int k = 0, i
     cdef double bound = 1.0, table = 1.0, budget
     for i in range(d):
-        # the search tries at most this many x_i per node: |x_i| <= u_i, and the residual
-        # |t - s_i x_i| must stay within what the dims below reach, so x_i spans 2 reach_i / s_i
-        bound *= min(2.0 * q.u[i] + 1.0, 2.0 * q.reach[i] / q.s[i] + 1.0)
+        # the search tries at most this many x_i per node: x_i within its range, and the
+        # residual must stay within what the terms below reach
+        bound *= min(<double>(q.hi[i] - q.lo[i]) + 1.0,
+                     (<double>q.rmax[i] - <double>q.rmin[i]) / q.c[i] + 1.0)
     if bound <= SEARCH_SMALL:
-        return
+        return 0
     budget = min(<double>BOTTOM_TABLE_MAX, sqrt(bound))
-    while k < d - 1 and table * (2.0 * q.u[k] + 1.0) <= budget:
-        table *= 2.0 * q.u[k] + 1.0
+    while k < d - 1 and table * (<double>(q.hi[k] - q.lo[k]) + 1.0) <= budget:
+        table *= <double>(q.hi[k] - q.lo[k]) + 1.0
         k += 1
     if k >= 2:
-        _build_bottom_table(q, k)   # out of memory: search without a table
+        if _build_bottom_table(q, k) == OVERLAP_UNDECIDED:   # -1, no memory: search without
+            return OVERLAP_UNDECIDED
+    return 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -1032,16 +1238,70 @@ FLAG_BITS = (FLAG_PACKED, FLAG_CONTIGUOUS, FLAG_BROADCAST, FLAG_PADDED, FLAG_EMP
 """The FLAG_* bits returned by `normalize`, in the order Layout unpacks them."""
 
 
-def overlaps(sizes, strides):
-    """True when two distinct indices reach the same offset (exact; see the module notes)."""
+cdef int64_t _load_max_work(object max_work) except? -2:
+    """A work budget: None means none (-1), else an integer >= 0."""
+    cdef int64_t v
+    if max_work is None:
+        return -1
+    v = _as_int64(max_work, "max_work")
+    if v < 0:
+        raise ValueError(f"max_work must be >= 0, or None for no bound, got {v}")
+    return v
+
+
+cdef _too_hard(str what, int64_t max_work):
+    raise TooHardError(
+        f"{what} needs more than max_work={max_work} steps of the exact search (the problem "
+        f"is NP-complete in general; these strides have no common structure to exploit); pass "
+        f"a larger max_work, or max_work=None to decide it exactly however long it takes"
+    )
+
+
+def overlaps(sizes, strides, max_work=DEFAULT_MAX_WORK):
+    """True when two distinct indices reach the same offset (exact; see the module notes).
+
+    Raises TooHardError when the decision needs more than ``max_work`` search steps (None: no
+    bound). The search runs without the GIL.
+    """
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t st[MAX_NDIM]
     cdef int nd = _load_pair(sizes, strides, sz, st), result
-    cdef int64_t lo, hi
+    cdef int64_t lo, hi, work = _load_max_work(max_work)
     if c_span(nd, sz, st, 0, &lo, &hi):
         _raise_overflow("the span", sizes, strides)
     with nogil:
-        result = c_overlaps(nd, sz, st)
+        result = c_overlaps(nd, sz, st, work)
+    if result == OVERLAP_UNDECIDED:
+        _too_hard(f"deciding whether the layout with sizes {_tuple(nd, sz)!r} and strides "
+                  f"{_tuple(nd, st)!r} overlaps itself", work)
+    return bool(result)
+
+
+def shares_memory(sizes_a, strides_a, itemsize_a, sizes_b, strides_b, itemsize_b, delta,
+                  max_work=DEFAULT_MAX_WORK):
+    """True when layout A and layout B share a byte (exact).
+
+    Element 0 of A is at byte 0, element 0 of B at byte ``delta``; strides count elements of
+    each layout's own ``itemsize``. Raises TooHardError past ``max_work`` (None: no bound),
+    OverflowError when a byte offset leaves int64.
+    """
+    cdef int64_t asz[MAX_NDIM]
+    cdef int64_t ast[MAX_NDIM]
+    cdef int64_t bsz[MAX_NDIM]
+    cdef int64_t bst[MAX_NDIM]
+    cdef int na = _load_pair(sizes_a, strides_a, asz, ast)
+    cdef int nb = _load_pair(sizes_b, strides_b, bsz, bst), result
+    cdef int64_t ka = _as_int64(itemsize_a, "itemsize_a"), kb = _as_int64(itemsize_b, "itemsize_b")
+    cdef int64_t d = _as_int64(delta, "delta"), work = _load_max_work(max_work), lo, hi
+    if ka < 1 or kb < 1:
+        raise ValueError(f"itemsizes must be >= 1 byte, got {ka} and {kb}")
+    _byte_span(na, asz, ast, ka, "strides_a")
+    _byte_span(nb, bsz, bst, kb, "strides_b")
+    with nogil:
+        result = c_shares(na, asz, ast, ka, nb, bsz, bst, kb, d, work)
+    if result == OVERLAP_UNDECIDED:
+        # (also when the two byte ranges together leave int64: only made-up strides do that)
+        _too_hard("deciding whether the two layouts share memory", work)
     return bool(result)
 
 
@@ -2098,7 +2358,7 @@ cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) 
         nt = <int>max(<int64_t>1, useful)
     if nt > P.items:
         nt = <int>P.items
-    if nt <= 1 or not STRIDED_OPENMP_ENABLED:
+    if nt <= 1 or not STRIDED_OPENMP_ENABLED or st_forked_child:
         _run_blocks(P, dst, src, 0, P.items, lead)
         return
     chunk = max(<int64_t>1, P.items // (nt * _CHUNKS_PER_THREAD))
@@ -2141,13 +2401,16 @@ cdef inline uint64_t _mix(uint64_t h, int64_t v) noexcept nogil:
 
 
 cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1:
-    """1 when two elements of the destination share memory (exact; spans fit int64)."""
-    cdef int flags = c_flags(nd, sizes, strides)
+    """0 when no two elements of the destination share memory; 1 when two do, or when that
+    cannot be decided within the default work budget (spans fit int64)."""
+    cdef int flags = c_flags(nd, sizes, strides), result
     if flags & (FLAG_PACKED | FLAG_EMPTY):
         return 0
     if flags & FLAG_BROADCAST:
         return 1
-    return c_overlaps(nd, sizes, strides)
+    with nogil:
+        result = c_overlaps(nd, sizes, strides, _DEFAULT_MAX_WORK)
+    return result != 0
 
 
 cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
@@ -2196,35 +2459,67 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
                        const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
                        int nthreads, const CopyPlan* plan, int64_t dlo, int64_t dhi,
                        int64_t slo, int64_t shi) except -1:
-    """Run a planned, validated, non-empty copy; through a temporary when the memory overlaps.
+    """Run a planned, validated, non-empty copy; exact even when the two share memory.
 
     ``dlo..dhi`` and ``slo..shi`` are the element spans of the two layouts (c_span, element 0
     at 0). Precondition: both byte spans fit int64 and the destination does not overlap itself.
+    Layouts whose byte ranges meet but share no byte copy directly; a shift (the same strides
+    at another address) copies in memmove's order through a small buffer; only the rest stage
+    the whole source in a temporary.
     """
+    cdef CopyPlan own
+    cdef int shared
+    cdef int64_t delta
+    if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
+            or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
+        shared = 0
+    else:
+        delta = <int64_t>(<intptr_t>src - <intptr_t>dst)
+        with nogil:
+            shared = c_shares(nd, sizes, dstr, itemsize, nd, sizes, sstr, itemsize, delta,
+                              _DEFAULT_MAX_WORK)
+    if shared:   # undecided counts as shared: the buffered paths are right either way
+        if _same_strides(nd, sizes, dstr, sstr):
+            if dst != src:   # else the copy is the identity
+                _copy_shifted(dst, src, nd, sizes, dstr, itemsize, nthreads)
+            return 0
+        return _copy_staged(dst, src, nd, sizes, dstr, sstr, itemsize, nthreads)
+    if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
+        _execute(plan, dst, src, 1)
+        return 0
+    memcpy(&own, plan, sizeof(CopyPlan))   # the cache slot may change once the GIL is free
+    with nogil:
+        _execute(&own, dst, src, nthreads)
+    return 0
+
+
+cdef bint _same_strides(int nd, const int64_t* sizes, const int64_t* a,
+                        const int64_t* b) noexcept nogil:
+    cdef int i
+    for i in range(nd):
+        if sizes[i] > 1 and a[i] != b[i]:
+            return False
+    return True
+
+
+cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
+                      const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                      int nthreads) except -1:
+    """Stage the whole source in a packed temporary (in the destination's order), then write:
+    the result is the source as it was. The temporary is had before any byte is written."""
     cdef int64_t count = 0
     cdef int64_t tstr[MAX_NDIM]
     cdef int order[MAX_NDIM]
-    cdef CopyPlan first, second, own
+    cdef CopyPlan first, second
     cdef char* tmp
-    # byte ranges [dst + dlo*isz, dst + (dhi+1)*isz) and the same for src
-    if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
-            or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
-        if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
-            _execute(plan, dst, src, 1)
-            return 0
-        memcpy(&own, plan, sizeof(CopyPlan))   # the cache slot may change once the GIL is free
-        with nogil:
-            _execute(&own, dst, src, nthreads)
-        return 0
-    # Overlapping memory: stage the source in a packed temporary, in the destination's order,
-    # so that the result is exactly the source as it was before the call.
     c_size(nd, sizes, &count)
     c_physical_order(nd, sizes, dstr, order)
     c_packed_strides(nd, sizes, order, NULL, tstr)
     tmp = <char*>PyMem_RawMalloc(<size_t>(count * itemsize))
     if tmp == NULL:
         raise MemoryError(f"no memory for a {count * itemsize}-byte temporary (the source and "
-                          f"destination overlap)")
+                          f"destination share memory in an order that no small buffer can "
+                          f"copy); nothing was written")
     try:
         _plan_copy(&first, nd, sizes, tstr, sstr, itemsize)
         _plan_copy(&second, nd, sizes, dstr, tstr, itemsize)
@@ -2234,6 +2529,174 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
     finally:
         PyMem_RawFree(tmp)
     return 0
+
+
+# ---- shifts: the same strides at another address, copied in memmove's order ------------------
+# With every stride made positive (flipping a dim flips both layouts alike) and the dims sorted
+# outermost first, split the copy into slabs along the outermost dim. When its stride exceeds
+# the extent of the dims below, the slabs are disjoint and ordered in memory, and destination
+# slab x is source slab x moved by delta bytes: it can only meet source slabs on delta's side
+# (y >= x for delta > 0). Walking the slabs from that side, every source slab a write reaches
+# has already been read, except slab x itself. So groups of slabs go through a small buffer
+# (read the group, then write it); a slab larger than the buffer is split the same way, one
+# level down. Memory: _SHIFT_BUFFER_BYTES, however large the copy.
+
+cdef int64_t _SHIFT_BUFFER_BYTES = 256 * 1024   # L2-sized: both passes stay in cache
+
+
+ctypedef struct _Shift:
+    int d                       # dims of size > 1, outermost first
+    int64_t n[MAX_NDIM]
+    int64_t s[MAX_NDIM]         # element strides, > 0
+    int64_t below[MAX_NDIM]     # elements in a slab of dim i (product of the n below it)
+    int64_t itemsize
+    int64_t buffer_items        # elements the buffer holds
+    bint backward               # delta > 0: walk each dim from its end
+    char* tmp
+    int nthreads
+
+
+cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* strides,
+                      int64_t itemsize, char** dst, const char** src) noexcept nogil:
+    """Fill S (and move dst/src to the flipped origin); False when some dim the copy must be
+    split along is interleaved with the dims below it (then only a full temporary is safe)."""
+    cdef int i, j, d = 0
+    cdef int64_t tn, ts, extent
+    cdef bint disjoint[MAX_NDIM]
+    for i in range(nd):
+        if sizes[i] > 1:
+            S.n[d] = sizes[i]
+            S.s[d] = strides[i]
+            if strides[i] < 0:
+                dst[0] += strides[i] * (sizes[i] - 1) * itemsize
+                src[0] += strides[i] * (sizes[i] - 1) * itemsize
+                S.s[d] = -strides[i]
+            d += 1
+    for i in range(1, d):   # insertion sort, largest stride first
+        tn = S.n[i]
+        ts = S.s[i]
+        j = i - 1
+        while j >= 0 and S.s[j] < ts:
+            S.n[j + 1] = S.n[j]
+            S.s[j + 1] = S.s[j]
+            j -= 1
+        S.n[j + 1] = tn
+        S.s[j + 1] = ts
+    S.d = d
+    S.itemsize = itemsize
+    S.buffer_items = max(<int64_t>1, _SHIFT_BUFFER_BYTES // itemsize)
+    extent = 0   # sum of s * (n - 1) of the dims below i
+    for i in range(d - 1, -1, -1):
+        S.below[i] = 1 if i == d - 1 else S.below[i + 1] * S.n[i + 1]
+        disjoint[i] = S.s[i] > extent
+        extent += S.s[i] * (S.n[i] - 1)
+    # The levels _shift_level walks: it splits dim i while one of its slabs exceeds the buffer,
+    # and groups the slabs of the first dim whose slab fits; both need that dim's slabs apart,
+    # unless all of them fit the buffer at once (one group, no order at all).
+    for i in range(d):
+        if S.below[i] * S.n[i] <= S.buffer_items:
+            return True
+        if not disjoint[i]:
+            return False
+        if S.below[i] <= S.buffer_items:
+            return True
+    return True
+
+
+cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src) noexcept nogil:
+    """Copy the slabs of dim `level` (and everything below it) in the safe order."""
+    cdef int64_t n = S.n[level], step = S.s[level] * S.itemsize, group, x0, count, i
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t tstr[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef CopyPlan first, second
+    cdef int nd = S.d - level
+    if S.below[level] > S.buffer_items:   # one slab is too big: split it, slab by slab
+        for i in range(n):
+            x0 = n - 1 - i if S.backward else i
+            _shift_level(S, level + 1, dst + x0 * step, src + x0 * step)
+        return
+    group = max(<int64_t>1, S.buffer_items // S.below[level])
+    for i in range(nd):
+        sizes[i] = S.n[level + i]
+        order[i] = i
+    i = 0
+    while i < n:
+        count = min(group, n - i)
+        x0 = n - i - count if S.backward else i
+        sizes[0] = count
+        c_packed_strides(nd, sizes, order, NULL, tstr)
+        _plan_copy(&first, nd, sizes, tstr, &S.s[level], S.itemsize)
+        _plan_copy(&second, nd, sizes, &S.s[level], tstr, S.itemsize)
+        _execute(&first, S.tmp, src + x0 * step, S.nthreads)
+        _execute(&second, dst + x0 * step, S.tmp, S.nthreads)
+        i += count
+
+
+cdef int _copy_shifted(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* strides, int64_t itemsize, int nthreads) except -1:
+    """Copy between two layouts of the same strides whose memory meets (a shift)."""
+    cdef _Shift S
+    cdef char* d0 = dst
+    cdef const char* s0 = src
+    if not _plan_shift(&S, nd, sizes, strides, itemsize, &d0, &s0):
+        return _copy_staged(dst, src, nd, sizes, strides, strides, itemsize, nthreads)
+    dst = d0
+    src = s0
+    S.backward = dst > src
+    S.nthreads = nthreads
+    S.tmp = <char*>PyMem_RawMalloc(<size_t>(S.buffer_items * itemsize))
+    if S.tmp == NULL:
+        raise MemoryError(f"no memory for a {S.buffer_items * itemsize}-byte copy buffer; "
+                          f"nothing was written")
+    try:
+        with nogil:
+            if S.d == 0:
+                memcpy(S.tmp, src, <size_t>itemsize)
+                memcpy(dst, S.tmp, <size_t>itemsize)
+            else:
+                _shift_level(&S, 0, dst, src)
+    finally:
+        PyMem_RawFree(S.tmp)
+    return 0
+
+
+# ---- threads, and processes forked after a team ran ------------------------------------------
+# libgomp's thread pool does not survive fork(): in the child, the first parallel region waits
+# forever for threads that only the parent has (torch's own ops hang the same way). Data loaders
+# fork their workers (multiprocessing's default on Linux, torch DataLoader), so a child of a fork
+# runs every copy on one thread. pthread_atfork catches every fork (os.fork, multiprocessing, a
+# fork from C), not only those made through Python; the flag is inherited by grandchildren.
+
+cdef extern from *:
+    """
+    #if defined(__unix__) || defined(__APPLE__)
+    #include <pthread.h>
+    static volatile int st_forked_child = 0;
+    static void st_mark_forked_child(void) { st_forked_child = 1; }
+    static int st_watch_forks(void) {
+        return pthread_atfork(NULL, NULL, st_mark_forked_child);
+    }
+    #else
+    static volatile int st_forked_child = 0;   /* no fork() here */
+    static int st_watch_forks(void) { return 0; }
+    #endif
+    """
+    int st_forked_child
+    int st_watch_forks() noexcept nogil
+
+
+if st_watch_forks() != 0:
+    raise ImportError("strided: pthread_atfork failed; copies in forked children could hang")
+
+
+def in_forked_child():
+    """True in a process made by ``fork()`` after strided was imported: its copies run serially.
+
+    OpenMP's thread team cannot be used after a fork (libgomp waits for the parent's threads),
+    so every copy of such a process runs on one thread, whatever ``num_threads`` says.
+    """
+    return bool(st_forked_child)
 
 
 cdef int _CORES = 1
@@ -2249,10 +2712,14 @@ cdef enum:
 cdef int copy_threads(object num_threads) except -1:
     cdef int64_t v
     if num_threads is None:
+        if st_forked_child:
+            return 1   # no OpenMP call at all in a forked child (see in_forked_child)
         return max(1, min(strided_omp_max_threads(), _CORES))
     v = _as_int64(num_threads, "num_threads")
     if v < 1:
         raise ValueError(f"num_threads must be >= 1, or None for the default, got {v}")
+    if st_forked_child:
+        return 1
     return <int>min(v, <int64_t>_MAX_THREADS)
 
 
