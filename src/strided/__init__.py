@@ -18,7 +18,7 @@ Examples
 
 from typing import TYPE_CHECKING, Any
 
-from strided._core import MAX_RANK, LayoutIndexError, openmp_enabled
+from strided._core import MAX_RANK, LayoutIndexError, TooHardError, openmp_enabled
 from strided.formats import packed_strides
 from strided.layout import Layout, buffer_size, offset_of
 
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_RANK",
     "Layout",
     "LayoutIndexError",
+    "TooHardError",
     "buffer_size",
     "copyto",
     "from_blocked",

@@ -385,9 +385,10 @@ class TooHardError(ValueError, RuntimeError):
     """Deciding an overlap exactly needs more work than the budget allows (numpy's name).
 
     Raised where the answer matters and cannot be guessed: a check of a destination, or
-    `Layout.overlaps`. Copies never raise it: they treat an undecided overlap as an overlap and
-    go through a buffer, which is always correct.
+    `Layout.overlaps`. Copies never raise it for their source: they treat an undecided overlap
+    of source and destination as an overlap and go through a buffer, which is always correct.
     """
+    __module__ = "strided"
 
 
 ctypedef struct _Search:
@@ -2007,6 +2008,20 @@ def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, s
     if thread_bytes is not None:
         _THREAD_BYTES = max(1, int(thread_bytes))
     _plan_cache_clear()
+    return old
+
+
+def _overlap_tuning(shift_buffer_bytes=None, max_work=None):
+    """Set the shift buffer's size and the copies' overlap work budget; return the previous
+    (shift_buffer_bytes, max_work). For tests, which force every buffered route on small
+    arrays; not thread-safe against copies running at the same time."""
+    global _SHIFT_BUFFER_BYTES, _DEFAULT_MAX_WORK
+    old = (_SHIFT_BUFFER_BYTES, _DEFAULT_MAX_WORK)
+    if shift_buffer_bytes is not None:
+        _SHIFT_BUFFER_BYTES = max(1, int(shift_buffer_bytes))
+    if max_work is not None:
+        _DEFAULT_MAX_WORK = max(0, int(max_work))
+    _plan_cache_clear()   # cached plans hold overlap decisions made under the old budget
     return old
 
 

@@ -23,6 +23,7 @@ import string
 import textwrap
 from collections.abc import Iterator
 
+from strided._core import TooHardError
 from strided.layout import Layout
 
 __all__ = [
@@ -87,8 +88,17 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _yes_no(flag: bool) -> str:
-    return "yes" if flag else "no"
+def _yes_no(flag: bool | None) -> str:
+    return "undecided (too many steps to settle exactly)" if flag is None else (
+        "yes" if flag else "no")
+
+
+def _overlaps_or_none(layout: Layout) -> bool | None:
+    """layout.overlaps, or None past its work budget (explain shows a layout, never fails)."""
+    try:
+        return layout.overlaps
+    except TooHardError:
+        return None
 
 
 # ---- the property table ---------------------------------------------------------------------
@@ -134,7 +144,7 @@ def _flags_line(layout: Layout) -> str:
         "contiguous": layout.is_contiguous,
         "broadcast": layout.is_broadcast,
         "padded": layout.is_padded,
-        "overlaps": layout.overlaps,
+        "overlaps": _overlaps_or_none(layout),
     }
     return ", ".join(f"{name}: {_yes_no(value)}" for name, value in flags.items())
 

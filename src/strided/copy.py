@@ -267,7 +267,15 @@ def _dtype_name(x: Any, record: MemoryRecord) -> str:
 
 
 def _check_no_self_overlap(layout: Layout, name: str) -> None:
-    if layout.overlaps:
+    try:
+        overlapping = layout.overlaps
+    except _core.TooHardError as exc:
+        # A guess either way could write one element twice: refuse, saying why.
+        raise _core.TooHardError(
+            f"{name} cannot be checked for elements that overlap each other: {exc}; copy into "
+            f"a destination whose strides come from slicing, permuting or reshaping a buffer"
+        ) from None
+    if overlapping:
         raise ValueError(
             f"{name} has elements that overlap each other (sizes {layout.sizes}, element "
             f"strides {layout.strides}): a copy into it would write some elements twice"
@@ -378,11 +386,7 @@ def _relayout_target(layout: Any, record: MemoryRecord) -> tuple[Layout, tuple[i
             f"layout.itemsize is {layout.itemsize} but x's elements are {own.itemsize} bytes; "
             f"build the layout with itemsize={own.itemsize}"
         )
-    if layout.overlaps:
-        raise ValueError(
-            f"layout has elements that overlap each other (strides {layout.strides}): "
-            f"relayout gives every element its own memory"
-        )
+    _check_no_self_overlap(layout, "layout")
     if layout.size and layout.span[0] < 0:
         raise ValueError(
             f"layout reaches element offset {layout.span[0]}, below offset 0 (span "

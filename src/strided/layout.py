@@ -251,14 +251,18 @@ class Layout:
     def overlaps(self) -> bool:
         """Two distinct indices reach the same offset (exact, not a heuristic).
 
+        Decided within the default work budget (:meth:`self_overlaps` with its default
+        ``max_work``, a fraction of a second); past it this raises :class:`TooHardError`
+        rather than guess.
+
         Notes
         -----
         Deciding this is NP-complete in general (with every size 2 it is equal subset sum).
         Layouts obtained by slicing, permuting, broadcasting or reshaping a non-overlapping
         buffer, and sliding windows, are settled by exact O(ndim**2) tests; the rest go to a
-        bounded search whose worst case is exponential in the number of dimensions with
-        unrelated strides (milliseconds for 20 size-2 dimensions with random 40-bit strides,
-        seconds for 30). The search can be interrupted with Ctrl-C.
+        search whose worst case is exponential in the number of dimensions with unrelated
+        strides. Only hand-made strides with no common structure (say, 30 dimensions of
+        size 2 with random 48-bit strides) exhaust the budget.
 
         Examples
         --------
@@ -274,6 +278,73 @@ class Layout:
             else:
                 self._overlaps = _core.overlaps(self._sizes, self._strides)
         return self._overlaps
+
+    def self_overlaps(self, *, max_work: int | None = _core.DEFAULT_MAX_WORK) -> bool:
+        """Whether two distinct indices reach the same offset, with an explicit work budget.
+
+        Parameters
+        ----------
+        max_work : int or None, optional
+            Steps the exact search may take (numpy's ``max_work`` of
+            :func:`numpy.shares_memory`); ``None`` means no bound: the answer is exact however
+            long it takes (the search runs without the GIL and stops on Ctrl-C). The default
+            is the budget of :attr:`overlaps`.
+
+        Raises
+        ------
+        TooHardError
+            The answer needs more than ``max_work`` steps (a ``ValueError``).
+
+        Examples
+        --------
+        >>> import random
+        >>> rng = random.Random(0)
+        >>> hard = Layout([2] * 30, [rng.getrandbits(48) for _ in range(30)])
+        >>> hard.self_overlaps(max_work=1000)
+        Traceback (most recent call last):
+            ...
+        strided.TooHardError: deciding whether the layout ... needs more than max_work=1000 ...
+        >>> Layout((4, 4), (4, 1)).self_overlaps(max_work=0)   # settled without any search
+        False
+        """
+        if max_work == _core.DEFAULT_MAX_WORK:
+            return self.overlaps
+        return _core.overlaps(self._sizes, self._strides, max_work)
+
+    def shares_memory(self, other: Layout, *,
+                      max_work: int | None = _core.DEFAULT_MAX_WORK) -> bool:
+        """Whether this layout and ``other``, in one buffer, reach a common byte (exact).
+
+        Both offsets count from the start of the same buffer, each in elements of its own
+        itemsize; elements of different itemsizes share memory when their bytes meet. This is
+        numpy's :func:`numpy.shares_memory` for layouts; :func:`strided.copyto` uses it to copy
+        views that interleave without sharing an element directly, with no temporary.
+
+        Parameters
+        ----------
+        other : Layout
+            The other layout.
+        max_work : int or None, optional
+            As in :meth:`self_overlaps`.
+
+        Raises
+        ------
+        TooHardError
+            The answer needs more than ``max_work`` steps.
+
+        Examples
+        --------
+        >>> evens, odds = Layout((5,), (2,)), Layout((5,), (2,), offset=1)
+        >>> evens.shares_memory(odds), evens.shares_memory(Layout((3,), (3,)))
+        (False, True)
+        >>> Layout((2,), itemsize=4).shares_memory(Layout((1,), offset=7, itemsize=1))
+        True
+        """
+        if not isinstance(other, Layout):
+            raise TypeError(f"other must be a Layout, got {type(other).__name__}")
+        delta = other._offset * other._itemsize - self._offset * self._itemsize
+        return _core.shares_memory(self._sizes, self._strides, self._itemsize, other._sizes,
+                                   other._strides, other._itemsize, delta, max_work)
 
     @property
     def order(self) -> tuple[int, ...]:
