@@ -1,0 +1,322 @@
+"""Exact overlap decisions under a work budget, and copies whose source and destination meet.
+
+Oracles: brute-force enumeration of the bytes each layout reaches, numpy's own copy of the
+source taken before the call, and tracemalloc (which sees the core's PyMem_RawMalloc
+temporaries) for the memory a copy used.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tracemalloc
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from isolated import probe_results, run_isolated
+
+import strided as st
+from strided import _core
+
+# ---- brute force ------------------------------------------------------------------------------
+
+
+def element_offsets(sizes, strides):
+    return [sum(i * s for i, s in zip(index, strides))
+            for index in itertools.product(*(range(n) for n in sizes))]
+
+
+def bytes_reached(sizes, strides, itemsize, start):
+    return {start + off * itemsize + b for off in element_offsets(sizes, strides)
+            for b in range(itemsize)}
+
+
+def brute_overlaps(sizes, strides):
+    offsets = element_offsets(sizes, strides)
+    return len(set(offsets)) < len(offsets)
+
+
+small_dims = hs.lists(hs.tuples(hs.integers(0, 4), hs.integers(-7, 7)), min_size=0, max_size=4)
+
+
+# ---- the solver -------------------------------------------------------------------------------
+
+
+@settings(max_examples=400)
+@given(a=small_dims, b=small_dims, ka=hs.integers(1, 3), kb=hs.integers(1, 3),
+       delta=hs.integers(-40, 40))
+def test_shares_memory_matches_brute_force(a, b, ka, kb, delta):
+    (asz, ast), (bsz, bst) = (tuple(zip(*a)) or ((), ())), (tuple(zip(*b)) or ((), ()))
+    want = bool(bytes_reached(asz, ast, ka, 0) & bytes_reached(bsz, bst, kb, delta))
+    assert _core.shares_memory(asz, ast, ka, bsz, bst, kb, delta, max_work=None) == want
+    # a zero budget may only make an answer undecided, never wrong
+    try:
+        assert _core.shares_memory(asz, ast, ka, bsz, bst, kb, delta, max_work=0) == want
+    except st.TooHardError:
+        pass
+    # the Layout method is the same question, with offsets in the same buffer
+    la = st.Layout(asz, ast, offset=50, itemsize=ka)
+    lb = st.Layout(bsz, bst, offset=0, itemsize=kb)
+    if (50 * ka + delta) % kb == 0:
+        lb = st.Layout(bsz, bst, offset=(50 * ka + delta) // kb, itemsize=kb)
+        assert la.shares_memory(lb) == want
+
+
+@settings(max_examples=300)
+@given(dims=hs.lists(hs.tuples(hs.integers(0, 4), hs.integers(-9, 9)), max_size=5))
+def test_self_overlap_matches_brute_force_with_any_budget(dims):
+    sizes, strides = tuple(zip(*dims)) or ((), ())
+    want = brute_overlaps(sizes, strides)
+    layout = st.Layout(sizes, strides)
+    assert layout.overlaps == want
+    assert layout.self_overlaps(max_work=None) == want
+    try:
+        assert layout.self_overlaps(max_work=0) == want
+    except st.TooHardError:
+        pass
+
+
+def test_interleaved_and_shifted_views():
+    # the cases of the issue, decided without any search (max_work=0)
+    evens, odds = st.Layout((1000,), (2,)), st.Layout((1000,), (2,), offset=1)
+    assert not evens.shares_memory(odds, max_work=0)
+    row = st.Layout((64, 100), (101, 1))       # a padded 64 x 100 image, row stride 101
+    left, right = row[:, 0::2], row[:, 1::2]
+    assert not left.shares_memory(right, max_work=0)
+    shifted = st.Layout((64, 100), (101, 1), offset=1)
+    assert row.shares_memory(shifted, max_work=0)
+    assert st.Layout((4, 4), (4, 1)).shares_memory(st.Layout((4, 4), (1, 4)), max_work=0)
+    # float32 elements 2 bytes apart share bytes; 4 bytes apart in a stride-2 pattern do not
+    f32 = st.Layout((8,), (2,), itemsize=4)
+    assert f32.shares_memory(st.Layout((8,), (4,), offset=1, itemsize=2))
+    assert not f32.shares_memory(st.Layout((8,), (2,), offset=1, itemsize=4))
+
+
+def hard_layout(n=30, bits=48, seed=0):
+    rng = random.Random(seed)
+    return st.Layout([2] * n, [rng.getrandbits(bits) for _ in range(n)])
+
+
+def test_the_budget_is_enforced_and_reported():
+    hard = hard_layout()
+    with pytest.raises(st.TooHardError, match=r"needs more than max_work=1000 steps"):
+        hard.self_overlaps(max_work=1000)
+    with pytest.raises(st.TooHardError):
+        hard.shares_memory(st.Layout(hard.sizes, hard.strides, offset=12345), max_work=1000)
+    assert issubclass(st.TooHardError, ValueError)
+    with pytest.raises(ValueError, match="max_work must be >= 0"):
+        hard.self_overlaps(max_work=-1)
+    with pytest.raises(TypeError, match="max_work"):
+        hard.self_overlaps(max_work=1.5)
+    with pytest.raises(TypeError, match="other must be a Layout"):
+        hard.shares_memory((2, 3))
+
+
+def test_every_public_caller_is_bounded():
+    # Hostile layouts of rank <= 64 through every public caller, each in a fresh interpreter
+    # under a timeout: each call ends (answer, TooHardError or a clear refusal). Unbounded, the
+    # first of these searches runs for minutes.
+    out = run_isolated("""
+        import contextlib, io, random
+        import numpy as np
+        import strided as st
+        from strided.__main__ import main
+        from isolated import probe, report
+
+        def hard(n, bits, seed):
+            rng = random.Random(seed)
+            return st.Layout([2] * n, [rng.getrandbits(bits) | 1 for _ in range(n)])
+
+        rank64 = hard(62, 56, 2)
+        rank64 = st.Layout(rank64.sizes + (1, 1), rank64.strides + (3, 5))
+        CASES = [hard(30, 48, 0), hard(36, 56, 5), hard(40, 40, 0), rank64]
+
+        @probe
+        def layout_overlaps():
+            for layout in CASES:
+                try:
+                    layout.overlaps
+                except st.TooHardError:
+                    pass
+
+        @probe
+        def copyto_refuses_an_undecidable_destination():
+            rng = random.Random(1)
+            small = st.Layout([2] * 24, [rng.getrandbits(20) | 1 for _ in range(24)])
+            buf = np.zeros(small.span[1] + 1, np.uint8)
+            dst = np.lib.stride_tricks.as_strided(buf, small.sizes, small.strides)
+            try:
+                st.copyto(dst, np.ones(small.sizes, np.uint8))
+            except st.TooHardError as exc:
+                assert "dst cannot be checked" in str(exc), exc
+                assert not buf.any(), "a refused copy writes nothing"
+            except ValueError as exc:
+                assert "overlap each other" in str(exc), exc
+            else:
+                assert int(buf.sum()) == 2 ** 24, "a copy into it must write every element"
+
+        @probe
+        def explain():
+            for layout in CASES[:2]:
+                with contextlib.redirect_stdout(io.StringIO()) as text:
+                    code = main(["explain", "--sizes", ",".join(map(str, layout.sizes)),
+                                 "--strides", ",".join(map(str, layout.strides))])
+                assert code in (0, None), code
+                assert "overlaps: undecided" in text.getvalue(), text.getvalue()[:2000]
+
+        report()
+    """, timeout=120)
+    assert probe_results(out) == {"layout_overlaps": "ok",
+                                  "copyto_refuses_an_undecidable_destination": "ok",
+                                  "explain": "ok"}
+
+
+# ---- copies whose memory meets ---------------------------------------------------------------
+
+
+@contextmanager
+def overlap_tuning(shift_buffer_bytes=None, max_work=None):
+    old = _core._overlap_tuning(shift_buffer_bytes, max_work)
+    try:
+        yield
+    finally:
+        _core._overlap_tuning(*old)
+
+
+@contextmanager
+def peak_traced():
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    box = {}
+    try:
+        yield box
+    finally:
+        box["peak"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+
+def two_views(buf, sizes, dst_strides, src_strides, dst_offset, src_offset, itemsize):
+    """dst and src as numpy views into one byte buffer (byte offsets, element strides)."""
+    def at(offset, strides):
+        return np.ndarray(sizes, f"u{itemsize}", buffer=buf, offset=offset,
+                          strides=[s * itemsize for s in strides])
+    return at(dst_offset, dst_strides), at(src_offset, src_strides)
+
+
+layouts = hs.integers(1, 4).flatmap(lambda nd: hs.tuples(
+    hs.lists(hs.integers(1, 6), min_size=nd, max_size=nd),
+    hs.permutations(range(nd)),
+    hs.lists(hs.sampled_from([1, -1]), min_size=nd, max_size=nd),
+    hs.lists(hs.integers(0, 2), min_size=nd, max_size=nd)))
+
+
+def strides_of(sizes, order, signs, pads):
+    """Packed strides in `order` with some padding, each dim's sign flipped or not."""
+    strides, step = [0] * len(sizes), 1
+    for axis in reversed(order):
+        strides[axis] = step
+        step *= sizes[axis] + pads[axis]
+    return [s * sign for s, sign in zip(strides, signs)]
+
+
+def span_bytes(sizes, strides, itemsize):
+    lo = sum(min(0, s * (n - 1)) for n, s in zip(sizes, strides))
+    hi = sum(max(0, s * (n - 1)) for n, s in zip(sizes, strides))
+    return lo * itemsize, (hi + 1) * itemsize
+
+
+@settings(max_examples=250)
+@given(spec=layouts, other=layouts, itemsize=hs.sampled_from([1, 2, 4, 8]),
+       shift=hs.integers(-40, 40), same=hs.booleans(), buffer_bytes=hs.sampled_from([1, 24, 4096]),
+       budget=hs.sampled_from([0, None]))
+def test_copies_whose_memory_meets_give_the_source_as_it_was(spec, other, itemsize, shift, same,
+                                                             buffer_bytes, budget):
+    sizes, order, signs, pads = spec
+    dst_strides = strides_of(sizes, order, signs, pads)
+    if same:   # a shift: the same strides at another address
+        src_strides = dst_strides
+    else:      # another layout of the same sizes over the same bytes
+        _, order2, signs2, pads2 = other
+        order2 = [a for a in order2 if a < len(sizes)] + list(range(len(order2), len(sizes)))
+        src_strides = strides_of(sizes, order2[:len(sizes)],
+                                 (list(signs2) + [1] * 4)[:len(sizes)],
+                                 (list(pads2) + [0] * 4)[:len(sizes)])
+    dlo, dhi = span_bytes(sizes, dst_strides, itemsize)
+    slo, shi = span_bytes(sizes, src_strides, itemsize)
+    base = 64 + max(-dlo, -slo) + abs(shift)
+    buf = np.frombuffer(np.random.default_rng(0).bytes(base + max(dhi, shi) + 2 * abs(shift) + 64),
+                        np.uint8).copy()
+    dst, src = two_views(buf, sizes, dst_strides, src_strides, base, base + shift, itemsize)
+    want_dst = src.copy()
+    before = buf.copy()
+    with overlap_tuning(buffer_bytes, budget if budget is not None else 1 << 22):
+        st.copyto(dst, src)
+    assert np.array_equal(dst, want_dst)
+    # nothing outside dst's elements changed
+    touched = np.zeros(buf.size, bool)
+    for off in element_offsets(sizes, dst_strides):
+        touched[base + off * itemsize: base + (off + 1) * itemsize] = True
+    assert np.array_equal(buf[~touched], before[~touched])
+
+
+def test_misaligned_shift_by_bytes():
+    # float32 views of one buffer 1, 2 and 3 bytes apart: elements share some of their bytes
+    for delta in (1, 2, 3, -1, -2, -3, 5, -7):
+        buf = np.arange(4096 + 16, dtype=np.uint8)
+        lo = 8 + min(0, delta)
+        dst = np.frombuffer(buf.data, np.float32, 1000, offset=8)
+        src = np.frombuffer(buf.data, np.float32, 1000, offset=8 + delta)
+        dst.flags.writeable = True
+        want = src.copy()
+        with overlap_tuning(64):
+            st.copyto(dst, src)
+        assert dst.tobytes() == want.tobytes(), (delta, lo)
+
+
+@pytest.mark.parametrize("case", ["shift right", "shift left", "inner-dim shift", "reversed"])
+def test_shifts_of_a_big_array_use_a_small_buffer(case):
+    def views():
+        a = np.arange(16 << 20, dtype=np.uint8)
+        m = a.reshape(4096, 4096)
+        return {
+            "shift right": (a[1:], a[:-1]),
+            "shift left": (a[:-3], a[3:]),
+            "inner-dim shift": (m[:, 1:], m[:, :-1]),
+            "reversed": (a[-2::-1], a[:0:-1]),
+        }[case]
+    st.copyto(*views())   # warm: plans, lazy imports
+    dst, src = views()
+    want = src.copy()
+    with peak_traced() as traced:
+        st.copyto(dst, src)
+    assert np.array_equal(dst, want)
+    assert traced["peak"] < 1 << 20, traced   # the 256 KiB buffer, not a 16 MiB temporary
+
+
+def test_interleaved_views_copy_without_a_temporary():
+    a = np.arange(8 << 20, dtype=np.uint16)
+    want = a[1::2].copy()
+    st.copyto(a[0::2], a[1::2])
+    a = np.arange(8 << 20, dtype=np.uint16)
+    with peak_traced() as traced:
+        st.copyto(a[0::2], a[1::2])
+    assert np.array_equal(a[0::2], want)
+    assert traced["peak"] < 64 << 10, traced
+    rgb = np.arange(3 * 2048 * 2048, dtype=np.uint8).reshape(2048, 2048, 3)
+    want = rgb[..., 2].copy()
+    with peak_traced() as traced:
+        st.copyto(rgb[..., 0], rgb[..., 2])   # one channel into another: no shared byte
+    assert np.array_equal(rgb[..., 0], want)
+    assert traced["peak"] < 64 << 10, traced
+
+
+def test_unrelated_strides_over_the_same_bytes_stage_the_source():
+    m = np.arange(512 * 512, dtype=np.float32).reshape(512, 512)
+    want = m.T.copy()
+    with peak_traced() as traced:
+        st.copyto(m, m.T)
+    assert np.array_equal(m, want)
+    assert traced["peak"] >= m.nbytes   # the in-place transpose still needs a full temporary
