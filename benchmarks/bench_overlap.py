@@ -1,0 +1,85 @@
+"""Peak memory and time of copies whose source and destination share memory (issue 11, §3).
+
+Each case runs in a fresh interpreter, so that its peak resident set size (``ru_maxrss``) is its
+own: the array is allocated and touched, then the copy runs once with strided and, in another
+interpreter, once with numpy (``np.copyto``), the reference users would otherwise call. The
+table gives the peak RSS above the array itself and the time of the copy.
+
+    python benchmarks/bench_overlap.py                  # 512 MiB, the figures of the issue
+    python benchmarks/bench_overlap.py --mib 64         # a quicker run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import textwrap
+
+CASES = {
+    "in-place shift by one element": ("a = np.zeros(N, np.uint8)", "a[1:]", "a[:-1]"),
+    "interleaved: a[0::2] <- a[1::2]": ("a = np.zeros(N, np.uint8)", "a[0::2]", "a[1::2]"),
+    "2-D shift along the inner dim": (
+        "a = np.zeros(N, np.uint8).reshape(-1, 4096)", "a[:, 1:]", "a[:, :-1]"),
+    "in-place square transpose (float32)": (
+        "side = int((N // 4) ** 0.5); a = np.zeros((side, side), np.float32)", "a", "a.T"),
+}
+
+CHILD = """
+import json, resource, time
+import numpy as np
+import strided as st
+N = {nbytes}
+{make}
+a[...] = 1                      # touch every page before the baseline
+dst, src = {dst}, {src}
+copy = st.copyto if {use_strided} else np.copyto
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+copy(dst, src)
+elapsed = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"extra_kib": peak - base, "array_mib": a.nbytes / 2**20, "ms": elapsed * 1e3}}))
+"""
+
+
+def run_case(name: str, nbytes: int, use_strided: bool) -> dict[str, float]:
+    make, dst, src = CASES[name]
+    code = CHILD.format(nbytes=nbytes, make=make, dst=dst, src=src, use_strided=use_strided)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, check=True, timeout=600)
+    return json.loads(out.stdout)
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=512, help="array size in MiB (default 512)")
+    args = parser.parse_args(argv)
+    nbytes = args.mib << 20
+    print(f"CPU: {cpu_name()}; array {args.mib} MiB; peak RSS "
+          f"above the array (ru_maxrss), one copy each, fresh interpreter per cell\n")
+    print("| case | strided extra RSS | numpy extra RSS | strided ms | numpy ms |")
+    print("|---|--:|--:|--:|--:|")
+    for name in CASES:
+        s = run_case(name, nbytes, True)
+        n = run_case(name, nbytes, False)
+        print(f"| {name} ({s['array_mib']:.0f} MiB) | {s['extra_kib'] / 1024:.1f} MiB | "
+              f"{n['extra_kib'] / 1024:.1f} MiB | {s['ms']:.1f} | {n['ms']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
