@@ -2483,7 +2483,7 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
     the whole source in a temporary.
     """
     cdef CopyPlan own
-    cdef int shared
+    cdef int shared, a, b
     cdef int64_t delta
     if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
             or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
@@ -2498,6 +2498,8 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
             if dst != src:   # else the copy is the identity
                 _copy_shifted(dst, src, nd, sizes, dstr, itemsize, nthreads)
             return 0
+        if dst == src and _swapped_pair(nd, sizes, dstr, sstr, &a, &b):
+            return _copy_swapped(dst, nd, sizes, dstr, sstr, itemsize, nthreads, a, b)
         return _copy_staged(dst, src, nd, sizes, dstr, sstr, itemsize, nthreads)
     if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
         _execute(plan, dst, src, 1)
@@ -2544,6 +2546,107 @@ cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
     finally:
         PyMem_RawFree(tmp)
     return 0
+
+
+# ---- in-place transposes: two equal dims whose strides are swapped, over the same memory ------
+# Destination tile (I, J) of the two dims occupies exactly the memory that holds the source of
+# tile (J, I), and no other tile's: the destination's elements are distinct, and the source
+# reads element (i, j) where the destination keeps (j, i). So each pair of tiles goes through a
+# small buffer (read both, then write both), and the whole transpose needs two tiles of memory.
+
+cdef bint _swapped_pair(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
+                        int* a, int* b) noexcept nogil:
+    """Find dims a != b of equal size with dstr[a] == sstr[b] and dstr[b] == sstr[a], the
+    strides of every other dim equal; False when there is no such pair."""
+    cdef int i
+    a[0] = -1
+    b[0] = -1
+    for i in range(nd):
+        if sizes[i] > 1 and dstr[i] != sstr[i]:
+            if a[0] < 0:
+                a[0] = i
+            elif b[0] < 0:
+                b[0] = i
+            else:
+                return False
+    return (b[0] >= 0 and sizes[a[0]] == sizes[b[0]] and dstr[a[0]] == sstr[b[0]]
+            and dstr[b[0]] == sstr[a[0]])
+
+
+cdef void _tile_via(char* tmp, char* dst, const char* src, int nd, const int64_t* sizes,
+                    const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                    bint write) noexcept nogil:
+    """Stage a block of the copy in tmp (packed in the destination's order), or write it."""
+    cdef int64_t tstr[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef CopyPlan plan
+    c_physical_order(nd, sizes, dstr, order)
+    c_packed_strides(nd, sizes, order, NULL, tstr)
+    if write:
+        _plan_copy(&plan, nd, sizes, dstr, tstr, itemsize)
+        _execute(&plan, dst, tmp, 1)
+    else:
+        _plan_copy(&plan, nd, sizes, tstr, sstr, itemsize)
+        _execute(&plan, tmp, src, 1)
+
+
+cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* dstr,
+                       const int64_t* sstr, int64_t itemsize, int nthreads, int a,
+                       int b) except -1:
+    """An in-place transpose of dims a and b (see above), through two tiles of memory."""
+    cdef int64_t rest = 1, n = sizes[a], tile, I, J, half
+    cdef int64_t blk[MAX_NDIM]
+    cdef char* tmp
+    cdef int i
+    for i in range(nd):
+        if i != a and i != b:
+            rest *= sizes[i]
+    half = _SHIFT_BUFFER_BYTES // 2
+    if rest * itemsize > half:   # one element pair of tiles would not fit: stage it all
+        return _copy_staged(base, base, nd, sizes, dstr, sstr, itemsize, nthreads)
+    tile = <int64_t>sqrt(<double>(half // (rest * itemsize)))
+    tile = max(<int64_t>1, min(tile, n))
+    tmp = <char*>PyMem_RawMalloc(<size_t>(2 * tile * tile * rest * itemsize))
+    if tmp == NULL:
+        raise MemoryError("no memory for the two tiles of an in-place transpose; nothing was "
+                          "written")
+    for i in range(nd):
+        blk[i] = sizes[i]
+    try:
+        with nogil:
+            I = 0
+            while I < n:
+                J = I
+                while J < n:
+                    _swap_tiles(tmp, base, nd, blk, dstr, sstr, itemsize, a, b, I, J,
+                                min(tile, n - I), min(tile, n - J), tile * tile * rest)
+                    J += tile
+                I += tile
+    finally:
+        PyMem_RawFree(tmp)
+    return 0
+
+
+cdef void _swap_tiles(char* tmp, char* base, int nd, int64_t* blk, const int64_t* dstr,
+                      const int64_t* sstr, int64_t itemsize, int a, int b, int64_t I,
+                      int64_t J, int64_t ni, int64_t nj, int64_t tile_items) noexcept nogil:
+    """Destination tiles (I, J) and (J, I): stage both sources, then write both."""
+    cdef char* d_ij = base + (I * dstr[a] + J * dstr[b]) * itemsize
+    cdef char* d_ji = base + (J * dstr[a] + I * dstr[b]) * itemsize
+    cdef const char* s_ij = base + (I * sstr[a] + J * sstr[b]) * itemsize
+    cdef const char* s_ji = base + (J * sstr[a] + I * sstr[b]) * itemsize
+    cdef char* second = tmp + tile_items * itemsize
+    blk[a] = ni
+    blk[b] = nj
+    _tile_via(tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, False)
+    if I != J:
+        blk[a] = nj
+        blk[b] = ni
+        _tile_via(second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, False)
+        _tile_via(second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, True)
+        blk[a] = ni
+        blk[b] = nj
+    _tile_via(tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, True)
 
 
 # ---- shifts: the same strides at another address, copied in memmove's order ------------------
