@@ -352,3 +352,23 @@ def test_unrelated_strides_over_the_same_bytes_stage_the_source():
         st.copyto(m, m.T[::-1])   # a transpose and a flip: no small-buffer order
     assert np.array_equal(m, want)
     assert traced["peak"] >= m.nbytes   # the whole source, staged before any write
+
+
+def test_an_undecided_destination_is_refused_before_writing():
+    # (2, 2, 2) with strides (3, 5, 7) is settled only by the search: with no budget for it,
+    # every path refuses with TooHardError and writes nothing; with the default it is copied.
+    buf = np.zeros(64, np.uint8)
+    dst = np.lib.stride_tricks.as_strided(buf, (2, 2, 2), (3, 5, 7))
+    src = np.ones((2, 2, 2), np.uint8)
+    with overlap_tuning(max_work=0):
+        with pytest.raises(st.TooHardError, match="dst cannot be checked.*max_work=0"):
+            st.copyto(dst, src)
+        with pytest.raises(st.TooHardError, match=r"destination \(dst_strides \(3, 5, 7\)"):
+            _core.copy_memory(buf.ctypes.data, src.ctypes.data, (2, 2, 2), (3, 5, 7),
+                              (4, 2, 1), 1)
+        with pytest.raises(st.TooHardError):
+            st.Layout((2, 2, 2), (3, 5, 7)).overlaps
+        assert not st.Layout((2, 2, 2), (3, 5, 7)).self_overlaps(max_work=None)
+    assert not buf.any()
+    st.copyto(dst, src)
+    assert int(buf.sum()) == 8

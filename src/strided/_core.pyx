@@ -1239,9 +1239,14 @@ FLAG_BITS = (FLAG_PACKED, FLAG_CONTIGUOUS, FLAG_BROADCAST, FLAG_PADDED, FLAG_EMP
 """The FLAG_* bits returned by `normalize`, in the order Layout unpacks them."""
 
 
+_BUDGET = object()   # "the default budget": whatever _DEFAULT_MAX_WORK is now (tests lower it)
+
+
 cdef int64_t _load_max_work(object max_work) except? -2:
     """A work budget: None means none (-1), else an integer >= 0."""
     cdef int64_t v
+    if max_work is _BUDGET:
+        return _DEFAULT_MAX_WORK
     if max_work is None:
         return -1
     v = _as_int64(max_work, "max_work")
@@ -1258,11 +1263,11 @@ cdef _too_hard(str what, int64_t max_work):
     )
 
 
-def overlaps(sizes, strides, max_work=DEFAULT_MAX_WORK):
+def overlaps(sizes, strides, max_work=_BUDGET):
     """True when two distinct indices reach the same offset (exact; see the module notes).
 
     Raises TooHardError when the decision needs more than ``max_work`` search steps (None: no
-    bound). The search runs without the GIL.
+    bound; the default: DEFAULT_MAX_WORK). The search runs without the GIL.
     """
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t st[MAX_NDIM]
@@ -1279,7 +1284,7 @@ def overlaps(sizes, strides, max_work=DEFAULT_MAX_WORK):
 
 
 def shares_memory(sizes_a, strides_a, itemsize_a, sizes_b, strides_b, itemsize_b, delta,
-                  max_work=DEFAULT_MAX_WORK):
+                  max_work=_BUDGET):
     """True when layout A and layout B share a byte (exact).
 
     Element 0 of A is at byte 0, element 0 of B at byte ``delta``; strides count elements of
@@ -2937,8 +2942,11 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     if dptr == 0 or sptr == 0:
         raise ValueError(f"{'dst_address' if dptr == 0 else 'src_address'} is NULL (0) but "
                          f"the copy has {count} elements")
-    # the spans are checked above, so a refusal here is the destination overlapping itself
+    # the spans are checked above, so a refusal here is about the destination overlapping itself
     if copy_elements(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, count, nthreads):
+        if c_overlaps(nd, sz, dst, _DEFAULT_MAX_WORK) == OVERLAP_UNDECIDED:
+            _too_hard(f"deciding whether the destination (dst_strides {_tuple(nd, dst)!r}, "
+                      f"sizes {_tuple(nd, sz)!r}) overlaps itself", _DEFAULT_MAX_WORK)
         raise ValueError(
             f"the destination overlaps itself: two of its elements share memory (dst_strides "
             f"{_tuple(nd, dst)!r}, sizes {_tuple(nd, sz)!r}), so a copy into it is ambiguous"

@@ -307,8 +307,8 @@ class Layout:
         >>> Layout((4, 4), (4, 1)).self_overlaps(max_work=0)   # settled without any search
         False
         """
-        if max_work == _core.DEFAULT_MAX_WORK:
-            return self.overlaps
+        if max_work == _core.DEFAULT_MAX_WORK and self._overlaps is not None:
+            return self._overlaps
         return _core.overlaps(self._sizes, self._strides, max_work)
 
     def shares_memory(self, other: Layout, *,
