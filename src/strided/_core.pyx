@@ -333,7 +333,8 @@ cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept 
 # ---- exact overlap: an element reached twice, or two layouts sharing memory ------------------
 #
 # Both questions are one bounded linear Diophantine problem, numpy's mem_overlap.c problem:
-#     is there an integer x with  sum_k c_k x_k = t,  lo_k <= x_k <= hi_k   (c_k > 0, lo_k <= 0 <= hi_k)?
+#     is there an integer x with  sum_k c_k x_k = t,  lo_k <= x_k <= hi_k?
+#     (c_k > 0, lo_k <= 0 <= hi_k)
 # * Self-overlap (two distinct indices i != j at one offset): x = i - j != 0, c_k = |stride_k|,
 #   |x_k| <= u_k = size_k - 1, t = 0 ("symmetric": x and -x are both solutions).
 # * Two layouts A and B sharing a byte (element 0 of B `delta` bytes after A's): one term per dim
@@ -1298,7 +1299,7 @@ def shares_memory(sizes_a, strides_a, itemsize_a, sizes_b, strides_b, itemsize_b
     cdef int na = _load_pair(sizes_a, strides_a, asz, ast)
     cdef int nb = _load_pair(sizes_b, strides_b, bsz, bst), result
     cdef int64_t ka = _as_int64(itemsize_a, "itemsize_a"), kb = _as_int64(itemsize_b, "itemsize_b")
-    cdef int64_t d = _as_int64(delta, "delta"), work = _load_max_work(max_work), lo, hi
+    cdef int64_t d = _as_int64(delta, "delta"), work = _load_max_work(max_work)
     if ka < 1 or kb < 1:
         raise ValueError(f"itemsizes must be >= 1 byte, got {ka} and {kb}")
     _byte_span(na, asz, ast, ka, "strides_a")
@@ -2599,7 +2600,7 @@ cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* 
                        const int64_t* sstr, int64_t itemsize, int nthreads, int a,
                        int b) except -1:
     """An in-place transpose of dims a and b (see above), through two tiles of memory."""
-    cdef int64_t rest = 1, n = sizes[a], tile, I, J, half
+    cdef int64_t rest = 1, n = sizes[a], tile, ti, tj, half
     cdef int64_t blk[MAX_NDIM]
     cdef char* tmp
     cdef int i
@@ -2619,32 +2620,32 @@ cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* 
         blk[i] = sizes[i]
     try:
         with nogil:
-            I = 0
-            while I < n:
-                J = I
-                while J < n:
-                    _swap_tiles(tmp, base, nd, blk, dstr, sstr, itemsize, a, b, I, J,
-                                min(tile, n - I), min(tile, n - J), tile * tile * rest)
-                    J += tile
-                I += tile
+            ti = 0
+            while ti < n:
+                tj = ti
+                while tj < n:
+                    _swap_tiles(tmp, base, nd, blk, dstr, sstr, itemsize, a, b, ti, tj,
+                                min(tile, n - ti), min(tile, n - tj), tile * tile * rest)
+                    tj += tile
+                ti += tile
     finally:
         PyMem_RawFree(tmp)
     return 0
 
 
 cdef void _swap_tiles(char* tmp, char* base, int nd, int64_t* blk, const int64_t* dstr,
-                      const int64_t* sstr, int64_t itemsize, int a, int b, int64_t I,
-                      int64_t J, int64_t ni, int64_t nj, int64_t tile_items) noexcept nogil:
-    """Destination tiles (I, J) and (J, I): stage both sources, then write both."""
-    cdef char* d_ij = base + (I * dstr[a] + J * dstr[b]) * itemsize
-    cdef char* d_ji = base + (J * dstr[a] + I * dstr[b]) * itemsize
-    cdef const char* s_ij = base + (I * sstr[a] + J * sstr[b]) * itemsize
-    cdef const char* s_ji = base + (J * sstr[a] + I * sstr[b]) * itemsize
+                      const int64_t* sstr, int64_t itemsize, int a, int b, int64_t ti,
+                      int64_t tj, int64_t ni, int64_t nj, int64_t tile_items) noexcept nogil:
+    """Destination tiles (ti, tj) and (tj, ti): stage both sources, then write both."""
+    cdef char* d_ij = base + (ti * dstr[a] + tj * dstr[b]) * itemsize
+    cdef char* d_ji = base + (tj * dstr[a] + ti * dstr[b]) * itemsize
+    cdef const char* s_ij = base + (ti * sstr[a] + tj * sstr[b]) * itemsize
+    cdef const char* s_ji = base + (tj * sstr[a] + ti * sstr[b]) * itemsize
     cdef char* second = tmp + tile_items * itemsize
     blk[a] = ni
     blk[b] = nj
     _tile_via(tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, False)
-    if I != J:
+    if ti != tj:
         blk[a] = nj
         blk[b] = ni
         _tile_via(second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, False)
