@@ -32,7 +32,7 @@ import numpy as np
 
 from strided import _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order, strides_agree
-from strided.interop import _dlpack, _numpy, _torch, describe, view
+from strided.interop import _dlpack, _numpy, _torch, describe, device_copier, view
 from strided.interop._ndarray import copyto_arrays as _copyto_arrays
 from strided.interop._record import MemoryRecord, check_view
 from strided.layout import Layout
@@ -123,16 +123,23 @@ def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
 
 
 def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
-    """copyto through the interop layer: every check, then the core (or torch's copy_)."""
+    """copyto through the interop layer: every check, then the core, or the library's own copy
+    for a pair the CPU cannot reach (two torch tensors on an accelerator). The same rules hold
+    on every path."""
     # num_threads is already checked: copyto_buffers validates it before anything else
-    if _torch.is_tensor(dst) and _torch.is_tensor(src) and _off_cpu(dst, src):
-        _torch_copy(dst, src)
-        return
-    dst_record = _destination(dst, "dst")
-    src_record = _host_record(src, "src")
+    dst_record = _describe(dst, "dst")
+    src_record = _describe(src, "src")
+    library_copy = device_copier(dst_record, src_record)
+    if library_copy is None:
+        _check_host(dst_record, dst, "dst")
+        _check_host(src_record, src, "src")
+    _check_writeable(dst_record, dst, "dst")
     _check_same_elements(dst_record, dst, src_record, src)
     _check_no_self_overlap(dst_record.layout, "dst")
     if dst_record.layout.size == 0:
+        return
+    if library_copy is not None:
+        library_copy(dst, src, _may_share_memory(dst_record, src_record))
         return
     src_record = _resolve_lazy(src, src_record)
     _core.copy_memory(dst_record.ptr, src_record.ptr, dst_record.layout.sizes,
@@ -145,17 +152,17 @@ def _off_cpu(*tensors: Any) -> bool:
     return any(t.device.type != "cpu" for t in tensors)
 
 
-def _torch_copy(dst: Any, src: Any) -> None:
-    """Two torch tensors, one of them on an accelerator: torch's own copy, same checks."""
-    if dst.shape != src.shape:
-        raise ValueError(
-            f"dst has shape {tuple(dst.shape)} but src has shape {tuple(src.shape)}: copyto "
-            f"needs the same sizes (it does not broadcast)"
-        )
-    if dst.dtype != src.dtype:
-        raise TypeError(f"dst has dtype {dst.dtype} but src has dtype {src.dtype}: copyto "
-                        f"copies elements unchanged; convert src first (src.to(dst.dtype))")
-    dst.copy_(src)
+def _may_share_memory(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether two arrays of one device may share a byte: exact within the work budget, True
+    past it (the caller then copies the source first, which is always correct)."""
+    if a.device != b.device:
+        return False
+    la, lb = a.layout, b.layout
+    try:
+        return _core.shares_memory(la.sizes, la.strides, la.itemsize, lb.sizes, lb.strides,
+                                   lb.itemsize, b.ptr - a.ptr)
+    except (_core.TooHardError, OverflowError):
+        return True
 
 
 # ---- reading and checking both arrays --------------------------------------------------------
@@ -179,6 +186,11 @@ def _describe(x: Any, name: str) -> MemoryRecord:
 def _host_record(x: Any, name: str) -> MemoryRecord:
     """The record of an array whose elements may be copied by the CPU, byte for byte."""
     record = _describe(x, name)
+    _check_host(record, x, name)
+    return record
+
+
+def _check_host(record: MemoryRecord, x: Any, name: str) -> None:
     _refuse_objects(record, name)
     if record.device[0] not in _HOST_DEVICES:
         raise ValueError(
@@ -186,7 +198,6 @@ def _host_record(x: Any, name: str) -> MemoryRecord:
             f"copies on the CPU (two torch tensors are copied by torch on any device); move "
             f"it to the CPU first"
         )
-    return record
 
 
 def _refuse_objects(record: MemoryRecord, name: str) -> None:
@@ -204,11 +215,17 @@ def _device_name(x: Any, record: MemoryRecord) -> str:
         record.device)
 
 
-def _destination(x: Any, name: str) -> MemoryRecord:
-    """The record of a destination the core may write: host memory, writeable, no lazy bit."""
-    record = _host_record(x, name)
+def _check_writeable(record: MemoryRecord, x: Any, name: str) -> None:
+    """A destination must be writeable, mutable by its library's rules, and hold its values
+    as they are (no lazy bit), outside autograd."""
     if not record.writeable:
         raise ValueError(f"{name} is read-only ({type(x).__name__}): copyto cannot write to it")
+    if record.immutable:
+        raise ValueError(
+            f"{name} is an immutable {type(x).__module__.split('.')[0]} array "
+            f"({type(x).__name__}): its library promises that it never changes, so copyto "
+            f"will not write into it; build a new array from the values instead"
+        )
     if record.lazy is not None:
         raise ValueError(
             f"{name} is a torch tensor with the lazy {record.lazy} bit set: its memory holds "
@@ -221,7 +238,6 @@ def _destination(x: Any, name: str) -> MemoryRecord:
             f"{name} requires grad: copyto writes its memory outside autograd; use "
             f"{name}.copy_(src), which autograd records, or copy into {name}.detach()"
         )
-    return record
 
 
 def _check_same_elements(dst_record: MemoryRecord, dst: Any, src_record: MemoryRecord,

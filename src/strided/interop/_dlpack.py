@@ -41,8 +41,21 @@ def describe(x: Any) -> MemoryRecord:
     return MemoryRecord(
         ptr=tensor.data + tensor.byte_offset, layout=layout, extent=(lo, hi),
         device=tensor.device, writeable=not tensor.readonly, owner=tensor, library="dlpack",
-        dtype=tensor.dtype,
+        dtype=tensor.dtype, immutable=_declared_immutable(x),
     )
+
+
+def _declared_immutable(x: Any) -> bool:
+    """Whether x's library forbids writing its arrays (jax), whatever its capsule says.
+
+    jax exports writeable capsules (legacy DLPack has no read-only flag) of arrays that its
+    users rely on never changing; array-api-compat knows which libraries promise that.
+    """
+    # array-api-compat imports no library; is_writeable_array is False for any object it does
+    # not know as an array, so ask only of the arrays it knows
+    from array_api_compat import is_array_api_obj, is_writeable_array
+
+    return is_array_api_obj(x) and not is_writeable_array(x)
 
 
 class Exporter:

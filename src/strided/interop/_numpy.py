@@ -98,10 +98,27 @@ def ndarray_at(ptr: int, layout: Layout, dtype: np.dtype, *, readonly: bool,
 
 
 def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> np.ndarray:
-    """A numpy array over ``record``'s memory, laid out as ``layout`` (already checked)."""
+    """A numpy array over ``record``'s memory, laid out as ``layout`` (already checked).
+
+    Read-only when base is, and when the layout's elements alias each other (a stride 0, or
+    strides that reach one offset twice), as numpy's own ``broadcast_to`` and
+    ``sliding_window_view`` are: a write through one element would change others.
+    """
     owner = record.owner            # always an ndarray here: describe_buffer wraps buffers
-    arr = ndarray_at(record.ptr, layout, owner.dtype, readonly=not record.writeable, owner=owner)
-    return arr.copy(order="K") if copy else arr
+    if copy:
+        return ndarray_at(record.ptr, layout, owner.dtype, readonly=True,
+                          owner=owner).copy(order="K")
+    readonly = not record.writeable or _aliases(layout)
+    return ndarray_at(record.ptr, layout, owner.dtype, readonly=readonly, owner=owner)
+
+
+def _aliases(layout: Layout) -> bool:
+    """Whether two elements of ``layout`` share memory; True when that is too costly to tell
+    (a read-only view is the safe answer, a writeable one could corrupt)."""
+    try:
+        return layout.overlaps
+    except _core.TooHardError:
+        return True
 
 
 def allocate(dtype: np.dtype, layout: Layout, order: tuple[int, ...] | None,

@@ -43,6 +43,10 @@ class MemoryRecord:
     lazy : str or None
         ``"conj"`` or ``"neg"`` when the memory holds values the array shows conjugated or
         negated (torch's lazy bits): a raw reader of ``ptr`` must resolve or refuse.
+    immutable : bool
+        True when the array's library declares its arrays immutable (jax) although the memory
+        was handed over writeable: nobody may write it, but views for that library's own
+        ``from_dlpack`` are still fine.
     """
 
     ptr: int
@@ -54,6 +58,7 @@ class MemoryRecord:
     library: str
     dtype: tuple[int, int, int] | None = None
     lazy: str | None = None
+    immutable: bool = False
 
     @property
     def buffer_elements(self) -> int:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from strided.interop._record import MemoryRecord
+from strided.interop._record import CPU, MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["allocate", "describe", "is_tensor", "view"]
+__all__ = ["allocate", "copies_itself", "describe", "device_copy", "is_tensor", "view"]
 
 NO_DLPACK_DEVICE = (-1, 0)
 """The device of tensors DLPack has no code for (torch's ``meta`` device)."""
@@ -31,6 +31,26 @@ def is_tensor(x: object) -> bool:
     """True when ``x`` is a torch tensor; never imports torch."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
+
+
+def copies_itself(dst: MemoryRecord, src: MemoryRecord) -> bool:
+    """Whether torch, not the CPU, copies this pair of tensors: one of them is off the CPU.
+
+    (Tests replace this predicate to run the device path on CPU tensors.)
+    """
+    return dst.device != CPU or src.device != CPU
+
+
+def device_copy(dst: Any, src: Any, share_memory: bool) -> None:
+    """``dst.copy_(src)`` on the tensors' devices, giving src's values as they were.
+
+    copyto has checked the pair as on the host (sizes, dtype, a writeable destination without
+    a lazy bit or grad, no self-overlap). torch refuses a source that shares memory with the
+    destination, so such a source is cloned first (on its own device).
+    """
+    if share_memory:
+        src = src.clone()
+    dst.copy_(src)
 
 
 def _refuse_unstrided(t: Any) -> None:
