@@ -799,9 +799,9 @@ cdef tuple _snapshot(object obj, str name, bint one_integer=True):
     under a loop reading it without bounds checks; a tuple of the items cannot change. Accepted:
     tuple and list (and their subclasses, such as ``torch.Size``), ``range``, 1-D integer arrays
     and tensors, any other sized sequence; with `one_integer`, one integer (or 0-d integer
-    array) means one dimension, as numpy reads shapes. Refused with a TypeError naming the argument: booleans,
-    strings and bytes, mappings, sets, and iterators (a generator would be consumed by the
-    first reader and empty for the next).
+    array) means one dimension, as numpy reads shapes. Refused with a TypeError naming the
+    argument: booleans, strings and bytes, mappings, sets, and iterators (a generator would be
+    consumed by the first reader and empty for the next).
     """
     cdef object tp = type(obj)
     if tp is list or isinstance(obj, (tuple, list)):
