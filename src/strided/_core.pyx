@@ -857,19 +857,26 @@ cdef int _load(object obj, str name, int64_t* out, bint nonnegative,
 
 
 cdef int _load_flags(object obj, str name, int nd, unsigned char* out) except -1:
-    """One bool per axis (Python, numpy or 0-d array bools, or the ints 0 and 1) into out."""
+    """One bool per axis (Python, numpy or 0-d array bools, or the integers 0 and 1) into out."""
     cdef tuple seq = _snapshot(obj, name, False)
     cdef Py_ssize_t n = len(seq), i
-    cdef object flag
+    cdef object flag, value
     if n != nd:
         raise ValueError(
             f"{name} has {_count(n)} but sizes has {_count(nd)}: one flag per axis"
         )
     for i in range(n):
         flag = seq[i]
-        if not (_is_bool(flag) or (type(flag) is int and (flag == 0 or flag == 1))):
+        if _is_bool(flag):
+            out[i] = 1 if flag else 0
+            continue
+        try:
+            value = operator.index(flag)   # an integer's truth is its value, not its __bool__
+        except TypeError:
+            value = None
+        if value is None or not (value == 0 or value == 1):
             raise TypeError(f"{name}[{i}] must be a bool, got {_show(flag)}")
-        out[i] = 1 if flag else 0
+        out[i] = 1 if value else 0
     return 0
 
 
@@ -1061,7 +1068,7 @@ def offset_of(index, strides, offset=0, sizes=None):
     except OverflowError as exc:
         if sizes is None:
             raise
-        raise LayoutIndexError(f"{exc}: out of range for sizes {tuple(sizes)!r}") from None
+        raise LayoutIndexError(f"{exc}: out of range for sizes {_show(sizes)}") from None
     ns = _load(strides, "strides", st, False)
     if n != ns:
         raise ValueError(f"index has {_count(n)} but strides has {_count(ns)}: they must match")
@@ -1229,7 +1236,7 @@ def reshape_strides(sizes, strides, new_sizes):
         )
     status = c_reshape_strides(nd, sz, st, new_nd, ns, out, &old_axis, &new_axis)
     if status == STATUS_OVERFLOW:
-        _raise_overflow("a reshape stride", sizes, strides)
+        _raise_overflow("a reshape stride", _tuple(nd, sz), _tuple(nd, st))
     if status == STATUS_NO_VIEW and not 0 <= old_axis < nd - 1:
         raise ValueError(   # unreachable with equal element counts; kept so no index is wild
             f"no view reshapes sizes {_tuple(nd, sz)!r} with strides {_tuple(nd, st)!r} to "

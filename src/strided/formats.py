@@ -406,7 +406,8 @@ def blocked_view(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: in
     from strided.layout import Layout
 
     spec = parse_blocked(fmt)
-    n, c, h, w = _nchw(sizes, spec.name)
+    sizes = _nchw(sizes, spec.name)          # read once: the caller's object may change
+    n, c, h, w = sizes
     x = spec.block
     if c % x:
         raise ValueError(

@@ -129,6 +129,7 @@ class Layout:
         >>> Layout.packed((2, 3), "F").label
         'WH'
         """
+        sizes = _core.as_sizes(sizes)     # read once: the caller's object may change
         return cls(sizes, _packed_strides(sizes, layout, broadcast=broadcast), itemsize=itemsize)
 
     # ---- basic attributes -------------------------------------------------------------------
