@@ -322,6 +322,11 @@ def test_bool_tensors_are_not_sizes():
     # 0-d and 1-D bool tensors are broadcast flags like True and False
     flags = torch.tensor([False, True, False, False])
     assert st.packed_strides((2, 3, 4, 5), "NHWC", broadcast=flags) == (20, 0, 5, 1)
+    y = np.zeros((1, 1, 1, 1, 4), np.float32)
+    for flag in (torch.tensor(True), np.True_, True):
+        with pytest.raises(TypeError, match=r"channels.*bool"):
+            st.from_blocked(y, "NCHW4", channels=flag)
+    assert st.from_blocked(y, "NCHW4", channels=torch.tensor(1)).shape == (1, 1, 1, 1)
 
 
 def test_foreign_objects_own_errors_come_out_unchanged():

@@ -24,7 +24,6 @@ array([[0., 2., 4., 0.],
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import sys
 from collections.abc import Sequence
@@ -618,13 +617,7 @@ def _unblocked_sizes(layout: Layout, spec: BlockedFormat,
     if layout.ndim != 5 or sizes[4] != x:
         raise ValueError(f"y has shape {sizes}, but {spec.name!r} is a rank-5 array of shape "
                          f"{form} with x = {x}")
-    if isinstance(channels, bool):
-        raise TypeError(f"channels must be an int, got bool {channels!r}")
-    try:
-        c = operator.index(channels)
-    except TypeError:
-        raise TypeError(f"channels must be an int, got {type(channels).__name__} "
-                        f"{channels!r}") from None
+    c = _core.as_int(channels, "channels")     # bools (a 0-d bool tensor too) are refused
     if spec.chwn:
         blocks, h, w, n, _ = sizes
     else:
