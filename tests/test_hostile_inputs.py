@@ -210,6 +210,12 @@ def _forms(values: tuple[int, ...]) -> list[Any]:
         step = values[1] - values[0] if len(values) > 1 else 1
         if step:
             out.append(range(values[0], values[0] + step * len(values), step))
+    try:
+        import array_api_strict as xp  # an array-API array: no __len__
+    except ImportError:
+        pass
+    else:
+        out.append(xp.asarray(values))
     if "torch" in sys.modules or _have_torch():
         torch = sys.modules["torch"]
         out.append(torch.tensor(values, dtype=torch.int64))

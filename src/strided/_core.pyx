@@ -784,12 +784,28 @@ cdef int64_t _as_int64_slow(object value, str what, Py_ssize_t position) except?
 
 
 cdef bint _is_integer_scalar(object obj) except -1:
-    """One integer rather than a sequence: it has __index__ and is not sized, or is a 0-d
-    array (numpy reads ``np.empty(np.array(5))`` as shape ``(5,)`` too)."""
+    """One integer rather than a sequence: it has __index__ and is a 0-d array (numpy reads
+    ``np.empty(np.array(5))`` as shape ``(5,)`` too) or, not being an array, is not sized."""
     cdef object tp = type(obj)
     if not hasattr(tp, "__index__"):
         return False
-    return not hasattr(tp, "__len__") or getattr(obj, "ndim", None) == 0
+    ndim = getattr(obj, "ndim", None)
+    return ndim == 0 if ndim is not None else not hasattr(tp, "__len__")
+
+
+cdef bint _is_vector(object obj) except -1:
+    """A 1-D array, by the array API's ``ndim`` and ``shape``."""
+    return getattr(obj, "ndim", None) == 1 and len(getattr(obj, "shape", ())) == 1
+
+
+cdef tuple _vector_items(object obj, str name):
+    """The items of a 1-D array that is no sized sequence (the array API requires no __len__:
+    array_api_strict has none), read by index; more than MAX_NDIM items are not read."""
+    cdef Py_ssize_t i
+    cdef object n = operator.index(obj.shape[0])
+    if n > MAX_NDIM:
+        raise ValueError(f"{name} has {n} entries: a layout has at most {MAX_NDIM} dimensions")
+    return tuple([obj[i] for i in range(n)])
 
 
 cdef tuple _snapshot(object obj, str name, bint one_integer=True):
@@ -798,10 +814,11 @@ cdef tuple _snapshot(object obj, str name, bint one_integer=True):
     Converting an item runs the caller's Python code (``__index__``), which could shrink a list
     under a loop reading it without bounds checks; a tuple of the items cannot change. Accepted:
     tuple and list (and their subclasses, such as ``torch.Size``), ``range``, 1-D integer arrays
-    and tensors, any other sized sequence; with `one_integer`, one integer (or 0-d integer
-    array) means one dimension, as numpy reads shapes. Refused with a TypeError naming the
-    argument: booleans, strings and bytes, mappings, sets, and iterators (a generator would be
-    consumed by the first reader and empty for the next).
+    and tensors (array-API arrays without __len__ too), any other sized sequence; with
+    `one_integer`, one integer (or 0-d integer array) means one dimension, as numpy reads
+    shapes. Refused with a TypeError naming the argument: booleans, strings and bytes,
+    mappings, sets, and iterators (a generator would be consumed by the first reader and empty
+    for the next).
     """
     cdef object tp = type(obj)
     if tp is list or isinstance(obj, (tuple, list)):
@@ -812,6 +829,8 @@ cdef tuple _snapshot(object obj, str name, bint one_integer=True):
                 f"{name} must be a sequence of integers or one integer, not a bool ({_show(obj)})"
             )
         return (_as_int64_slow(obj, name, -1),)
+    if not hasattr(tp, "__len__") and hasattr(tp, "__getitem__") and _is_vector(obj):
+        return _vector_items(obj, name)
     if (isinstance(obj, (str, bytes, bytearray, Mapping)) or _is_integer_scalar(obj)
             or not (hasattr(tp, "__len__") and hasattr(tp, "__getitem__"))):
         raise TypeError(

@@ -141,9 +141,11 @@ def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
             return tuple(range(ndim)) if layout == "C" else tuple(range(ndim - 1, -1, -1))
         return label_order(layout, ndim)
     kind = type(layout)
-    # a sequence of axes: a tuple, list, range or 1-D integer array (numpy's are no Sequence)
+    # a sequence of axes: a tuple, list, range or 1-D integer array (numpy's are no Sequence,
+    # array-API arrays need not have a __len__)
+    sequence = hasattr(kind, "__len__") and hasattr(kind, "__getitem__")
     if isinstance(layout, (bytes, bytearray, Mapping)) or not (
-            hasattr(kind, "__len__") and hasattr(kind, "__getitem__")):
+            sequence or getattr(layout, "ndim", None) == 1):
         raise TypeError(
             "layout must be None, 'C', 'F', a label such as 'NHWC' or a tuple of axes, "
             f"got {type(layout).__name__} {layout!r}"

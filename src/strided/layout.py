@@ -40,7 +40,8 @@ class Layout:
     Notes
     -----
     A *sequence of int* is a tuple, a list, a ``range``, a ``torch.Size``, a 1-D integer
-    numpy array or tensor, or any other sized sequence whose items have ``__index__``
+    array of numpy, torch or any array-API library, or any other sized sequence whose items
+    have ``__index__``
     (numpy and torch integer scalars, 0-d integer arrays). One integer means one dimension,
     as numpy reads ``np.empty(5)``: ``Layout(5)`` is ``Layout((5,))``. Whatever was given,
     :attr:`sizes` and :attr:`strides` are tuples of Python ints, and the argument is read once,
