@@ -41,14 +41,14 @@ class Layout:
     -----
     A *sequence of int* is a tuple, a list, a ``range``, a ``torch.Size``, a 1-D integer
     array of numpy, torch or any array-API library, or any other sized sequence whose items
-    have ``__index__``
-    (numpy and torch integer scalars, 0-d integer arrays). One integer means one dimension,
-    as numpy reads ``np.empty(5)``: ``Layout(5)`` is ``Layout((5,))``. Whatever was given,
-    :attr:`sizes` and :attr:`strides` are tuples of Python ints, and the argument is read once,
-    into a tuple, before any item is converted. Refused with a ``TypeError`` naming the
-    argument: bools (``True``, ``np.True_``, a 0-d bool tensor), floats, strings, sets,
-    mappings, and generators or other iterators (they can be read only once). The same holds
-    for every sequence argument of the package (indices, axes, orders, broadcast flags).
+    have ``__index__`` (numpy and torch integer scalars, 0-d integer arrays). One integer
+    means one dimension, as numpy reads ``np.empty(5)``: ``Layout(5)`` is ``Layout((5,))``.
+    Whatever was given, :attr:`sizes` and :attr:`strides` are tuples of Python ints, and the
+    argument is read once, into a tuple, before any item is converted. Refused with a
+    ``TypeError`` naming the argument: bools (``True``, ``np.True_``, a 0-d bool tensor),
+    floats, strings, sets, mappings, and generators or other iterators (they can be read only
+    once). The same holds for every sequence argument of the package (indices, axes, orders,
+    broadcast flags).
 
     Raises
     ------
