@@ -802,7 +802,13 @@ cdef tuple _vector_items(object obj, str name):
     """The items of a 1-D array that is no sized sequence (the array API requires no __len__:
     array_api_strict has none), read by index; more than MAX_NDIM items are not read."""
     cdef Py_ssize_t i
-    cdef object n = operator.index(obj.shape[0])
+    cdef object n
+    try:
+        n = operator.index(obj.shape[0])
+    except TypeError:   # the array API allows None for a length not known yet
+        raise TypeError(
+            f"{name} must be a sequence of integers, got an array of unknown length {_show(obj)}"
+        ) from None
     if n > MAX_NDIM:
         raise ValueError(f"{name} has {n} entries: a layout has at most {MAX_NDIM} dimensions")
     return tuple([obj[i] for i in range(n)])
