@@ -110,6 +110,16 @@ class LyingSequence:
         return self.items[i]
 
 
+class UnknownLengthVector:
+    """A 1-D array-API array whose length is not known yet (``shape == (None,)``)."""
+
+    ndim = 1
+    shape = (None,)
+
+    def __getitem__(self, i: int) -> int:
+        return 2
+
+
 def shrinking(values: tuple[int, ...], kind: type[ShrinkingIndex] = ShrinkingIndex) -> list[Any]:
     """``list(values)`` whose first item empties (or grows) the list when converted."""
     items: list[Any] = list(values)
@@ -283,7 +293,8 @@ def test_layout_keeps_the_callers_exact_tuple():
     "bad",
     [(n for n in (2, 3)), iter([2, 3]), {2, 3}, frozenset({2}), {2: 3}, "23", b"23",
      bytearray(b"23"), 2.0, None, True, np.True_, np.array(True), (2, 3.0), (2, True),
-     (2, np.True_), [np.array([1, 2])], np.array([2.0, 3.0]), (FloatIndex(),), object()],
+     (2, np.True_), [np.array([1, 2])], np.array([2.0, 3.0]), (FloatIndex(),), object(),
+     UnknownLengthVector()],
     ids=repr,
 )
 def test_refused_forms_name_the_argument(bad):
