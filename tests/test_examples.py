@@ -184,20 +184,30 @@ def test_broadcast_flags_accept_numpy_bools():
 # ---- buffer sizes (DMLCalcBufferTensorSize) --------------------------------------------------
 
 
+UINT = 2**32      # C's unsigned int (UINT) wraps modulo 2**32 ...
+UINT64 = 2**64    # ... and UINT64 modulo 2**64
+
+
 def dml_calc_buffer_tensor_size(element_size, sizes, strides=None):
-    """Direct transcription of DirectML's ``DMLCalcBufferTensorSize`` (32-bit UINT arithmetic)."""
-    mask = 0xFFFFFFFF
+    """Direct transcription of DirectML's published ``DMLCalcBufferTensorSize``, with C's types.
+
+    ``minimumImpliedSizeInBytes`` is a UINT64: the packed product (sizes[0], then ``*=`` UINT
+    sizes and the element size) is 64-bit. With strides, every operand is a UINT:
+    ``indexOfLastElement += (sizes[i] - 1) * strides[i]`` and
+    ``(indexOfLastElement + 1) * elementSizeInBytes`` are evaluated in 32 bits, and only their
+    result is widened. The rounding ``(x + 3) & ~3`` is 64-bit.
+    """
     if strides is None:
-        total = sizes[0]
+        total = sizes[0] % UINT64
         for n in sizes[1:]:
-            total = (total * n) & mask
-        total = (total * element_size) & mask
+            total = total * n % UINT64
+        total = total * element_size % UINT64
     else:
         last = 0
         for n, s in zip(sizes, strides, strict=True):
-            last = (last + ((n - 1) & mask) * s) & mask
-        total = ((last + 1) * element_size) & mask
-    return (total + 3) & ~3
+            last = (last + (n - 1) % UINT * s) % UINT
+        total = (last + 1) * element_size % UINT
+    return (total + 3) % UINT64 & ~3 % UINT64
 
 
 def test_buffer_size_docs_examples():
@@ -247,11 +257,30 @@ def test_buffer_size_matches_directml_reference(args):
 
 
 def test_buffer_size_does_not_wrap_at_32_bits():
-    # DirectML's UINT arithmetic wraps here; strided is exact
-    sizes, strides = (2, 2**31), (2**31, 1)
-    exact = (2**31 + 2**31 - 1 + 1) * 4
-    assert st.buffer_size(sizes, strides, itemsize=4) == exact
-    assert dml_calc_buffer_tensor_size(4, sizes, strides) != exact
+    # DirectML's UINT index sum wraps here; strided is exact. Sizes (3, 2**31), packed strides
+    # (2**31, 1): the last element is at 2 * 2**31 + 2**31 - 1 = 3 * 2**31 - 1, but
+    # (3 - 1) * 2**31 is 2**32, which a UINT holds as 0.
+    sizes, strides = (3, 2**31), (2**31, 1)
+    exact = 3 * 2**31
+    assert st.buffer_size(sizes, strides, itemsize=1) == exact
+    assert st.buffer_size(sizes, itemsize=1) == exact
+    assert dml_calc_buffer_tensor_size(1, sizes, strides) == 2**31      # the wrapped index + 1
+    # without strides the reference multiplies in 64 bits, and agrees
+    assert dml_calc_buffer_tensor_size(1, sizes) == exact
+    # with 4-byte elements the byte count wraps too: (2**31 - 1 + 1) * 4 = 2**33 = 0 as a UINT
+    assert st.buffer_size(sizes, strides, itemsize=4) == 4 * exact
+    assert dml_calc_buffer_tensor_size(4, sizes, strides) == 0
+    # (2, 2**31): no index wrap (2**32 - 1 fits a UINT), but the byte count does
+    assert dml_calc_buffer_tensor_size(4, (2, 2**31), (2**31, 1)) == 0
+    assert st.buffer_size((2, 2**31), (2**31, 1), itemsize=4) == 2**34
+
+
+def test_directml_reference_is_exact_below_the_wrap():
+    # where nothing wraps, the reference and strided agree with strides and without
+    for sizes, strides, itemsize in [((1, 2**15, 2**15), (2**30, 2**15, 1), 2),
+                                     ((7, 3, 5), (1, 70, 14), 8), ((2**20, 2**10), None, 8)]:
+        expected = st.buffer_size(sizes, strides, itemsize=itemsize)
+        assert dml_calc_buffer_tensor_size(itemsize, sizes, strides) == expected
 
 
 # ---- MegEngine: byte strides ---------------------------------------------------------------

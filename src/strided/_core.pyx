@@ -27,6 +27,7 @@ from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
 
 import operator
 import os
+from collections.abc import Mapping
 
 cdef extern from *:
     """
@@ -183,7 +184,12 @@ cdef int c_offset_of(int nd, const int64_t* index, const int64_t* strides, int64
 
 cdef int c_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t offset,
                 int64_t* lo, int64_t* hi) noexcept nogil:
-    """Lowest and highest element offset reached. Empty: (offset, offset - 1)."""
+    """Lowest and highest element offset reached. Empty: (offset, offset - 1).
+
+    STATUS_OVERFLOW unless lo, hi and the count hi - lo + 1 are all int64. A span that passes
+    bounds every |stride| * (size - 1), and their sum, by INT64_MAX - 1: the predicates and
+    the overlap search below rely on it (no |INT64_MIN| on a dim of more than one element).
+    """
     cdef int i
     cdef int64_t ext
     for i in range(nd):
@@ -203,8 +209,10 @@ cdef int c_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t of
                 return STATUS_OVERFLOW
         elif checked_add(lo[0], ext, lo):
             return STATUS_OVERFLOW
-    # The width hi - lo must be representable too: buffer sizes and overlap tests rely on it.
-    if checked_add(hi[0], -lo[0] if lo[0] != INT64_MIN else INT64_MAX, &ext):
+    # The number of offsets hi - lo + 1 must be an int64 too: buffer sizes, overlap tests and
+    # the padding predicate use it. It is computed as (hi - (lo + 1)) + 2 because -(lo + 1)
+    # never overflows (-lo does at INT64_MIN), and hi >= lo keeps the first sum above -2.
+    if checked_add(hi[0], -(lo[0] + 1), &ext) or checked_add(ext, 2, &ext):
         return STATUS_OVERFLOW
     return STATUS_OK
 
@@ -283,7 +291,9 @@ cdef bint _is_packed(int d, const int64_t* s, const int64_t* u) noexcept nogil:
     for i in range(d):
         if s[i] != expected:
             return False
-        expected *= u[i] + 1
+        # Past int64 no further stride can equal the product: packed only if this dim is last.
+        if checked_mul(expected, u[i] + 1, &expected):
+            return i == d - 1
     return True
 
 
@@ -296,16 +306,21 @@ cdef bint _covers_interval(int d, const int64_t* s, const int64_t* u) noexcept n
     dim j or a larger one starts at s[j]).
     """
     cdef int i
-    cdef int64_t reach = 0
+    cdef int64_t reach = 0, ext
     for i in range(d):
         if s[i] > reach + 1:
             return False
-        reach += s[i] * u[i]
+        # A reach past int64 is beyond every stride: the rest cannot leave a gap.
+        if checked_mul(s[i], u[i], &ext) or checked_add(reach, ext, &reach):
+            return True
     return True
 
 
 cdef int c_flags(int nd, const int64_t* sizes, const int64_t* strides) noexcept nogil:
-    """FLAG_* bits of every cheap exact predicate (overlap is c_overlaps)."""
+    """FLAG_* bits of every cheap exact predicate (overlap is c_overlaps).
+
+    Precondition: c_size and c_span succeeded on these sizes and strides (see c_span).
+    """
     cdef int64_t s[MAX_NDIM]
     cdef int64_t u[MAX_NDIM]
     cdef int i, d, flags = 0
@@ -936,19 +951,38 @@ cdef inline int64_t _as_int64(object value, str what) except? -1:
     return _as_int64_slow(value, what, -1)
 
 
+cdef str _show(object value):
+    """A short repr for an error message; never raises (a caller's __repr__ may)."""
+    cdef str text
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+cdef bint _is_bool(object value) except -1:
+    """Python, numpy and array-library booleans: a 0-d torch bool tensor has an __index__ too,
+    but True is no more a size than it is in numpy."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and str(dtype).rpartition(".")[2] in ("bool", "bool_")
+
+
 cdef int64_t _as_int64_slow(object value, str what, Py_ssize_t position) except? -1:
     """The general case of _as_int64; `what[position]` names the value when position >= 0."""
     cdef object iv
     if position >= 0:
         what = f"{what}[{position}]"
     if type(value) is not int:
-        if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
-            raise TypeError(f"{what} must be an integer, not a bool ({value!r})")
+        if _is_bool(value):
+            raise TypeError(f"{what} must be an integer, not a bool ({_show(value)})")
         try:
             iv = operator.index(value)
         except TypeError:
             raise TypeError(
-                f"{what} must be an integer, got {type(value).__name__} {value!r}"
+                f"{what} must be an integer, got {type(value).__name__} {_show(value)}"
             ) from None
     else:
         iv = value
@@ -957,37 +991,89 @@ cdef int64_t _as_int64_slow(object value, str what, Py_ssize_t position) except?
     return <int64_t>iv
 
 
+cdef bint _is_integer_scalar(object obj) except -1:
+    """One integer rather than a sequence: it has __index__ and is a 0-d array (numpy reads
+    ``np.empty(np.array(5))`` as shape ``(5,)`` too) or, not being an array, is not sized."""
+    cdef object tp = type(obj)
+    if not hasattr(tp, "__index__"):
+        return False
+    ndim = getattr(obj, "ndim", None)
+    return ndim == 0 if ndim is not None else not hasattr(tp, "__len__")
+
+
+cdef bint _is_vector(object obj) except -1:
+    """A 1-D array, by the array API's ``ndim`` and ``shape``."""
+    return getattr(obj, "ndim", None) == 1 and len(getattr(obj, "shape", ())) == 1
+
+
+cdef tuple _vector_items(object obj, str name):
+    """The items of a 1-D array that is no sized sequence (the array API requires no __len__:
+    array_api_strict has none), read by index; more than MAX_NDIM items are not read."""
+    cdef Py_ssize_t i
+    cdef object n
+    try:
+        n = operator.index(obj.shape[0])
+    except TypeError:   # the array API allows None for a length not known yet
+        raise TypeError(
+            f"{name} must be a sequence of integers, got an array of unknown length {_show(obj)}"
+        ) from None
+    if n > MAX_NDIM:
+        raise ValueError(f"{name} has {n} entries: a layout has at most {MAX_NDIM} dimensions")
+    return tuple([obj[i] for i in range(n)])
+
+
+cdef tuple _snapshot(object obj, str name, bint one_integer=True):
+    """A sequence argument's items as a new tuple, taken before any item is converted.
+
+    Converting an item runs the caller's Python code (``__index__``), which could shrink a list
+    under a loop reading it without bounds checks; a tuple of the items cannot change. Accepted:
+    tuple and list (and their subclasses, such as ``torch.Size``), ``range``, 1-D integer arrays
+    and tensors (array-API arrays without __len__ too), any other sized sequence; with
+    `one_integer`, one integer (or 0-d integer array) means one dimension, as numpy reads
+    shapes. Refused with a TypeError naming the argument: booleans, strings and bytes,
+    mappings, sets, and iterators (a generator would be consumed by the first reader and empty
+    for the next).
+    """
+    cdef object tp = type(obj)
+    if tp is list or isinstance(obj, (tuple, list)):
+        return tuple(obj)
+    if one_integer and _is_integer_scalar(obj):
+        if _is_bool(obj):
+            raise TypeError(
+                f"{name} must be a sequence of integers or one integer, not a bool ({_show(obj)})"
+            )
+        return (_as_int64_slow(obj, name, -1),)
+    if not hasattr(tp, "__len__") and hasattr(tp, "__getitem__") and _is_vector(obj):
+        return _vector_items(obj, name)
+    if (isinstance(obj, (str, bytes, bytearray, Mapping)) or _is_integer_scalar(obj)
+            or not (hasattr(tp, "__len__") and hasattr(tp, "__getitem__"))):
+        raise TypeError(
+            f"{name} must be a sequence (a tuple, list, range or 1-D array) of "
+            f"{'integers, or one integer' if one_integer else 'bools, one per axis'}, "
+            f"got {tp.__name__} {_show(obj)}"
+        )
+    return tuple(obj)
+
+
 cdef int _load(object obj, str name, int64_t* out, bint nonnegative,
                bint* exact_tuple=NULL) except -1:
     """Read a sequence of integers (or one integer, meaning one dim) into out; return its length.
 
-    `*exact_tuple` (when given) tells whether `obj` is a tuple of exact Python ints, which the
-    caller may keep as it is instead of building a new tuple.
+    An exact tuple is read in place (the fast path of every Layout); anything else is first
+    copied by _snapshot, so no conversion can change what is being read. `*exact_tuple` (when
+    given) tells whether `obj` is a tuple of exact Python ints, which the caller may keep as it
+    is instead of building a new tuple.
     """
     cdef Py_ssize_t n, i
     cdef int overflow
-    cdef bint exact
-    cdef object seq, v
-    if type(obj) is tuple or type(obj) is list:
-        seq = obj
-    elif obj is None or isinstance(obj, (str, bytes, bytearray, float, complex, set, frozenset,
-                                         dict)):
-        raise TypeError(f"{name} must be a sequence of integers, got {type(obj).__name__} {obj!r}")
-    elif hasattr(type(obj), "__index__") and not hasattr(type(obj), "__len__"):
-        seq = (obj,)
-    else:
-        try:
-            seq = tuple(obj)
-        except TypeError:
-            raise TypeError(
-                f"{name} must be a sequence of integers, got {type(obj).__name__}"
-            ) from None
+    cdef bint exact = type(obj) is tuple
+    cdef tuple seq = <tuple>obj if exact else _snapshot(obj, name)
+    cdef object v
     n = len(seq)
     if n > MAX_NDIM:
         raise ValueError(
             f"{name} has {n} entries: a layout has at most {MAX_NDIM} dimensions"
         )
-    exact = type(seq) is tuple
     for i in range(n):
         v = seq[i]
         overflow = 1
@@ -1003,6 +1089,30 @@ cdef int _load(object obj, str name, int64_t* out, bint nonnegative,
     return <int>n
 
 
+cdef int _load_flags(object obj, str name, int nd, unsigned char* out) except -1:
+    """One bool per axis (Python, numpy or 0-d array bools, or the integers 0 and 1) into out."""
+    cdef tuple seq = _snapshot(obj, name, False)
+    cdef Py_ssize_t n = len(seq), i
+    cdef object flag, value
+    if n != nd:
+        raise ValueError(
+            f"{name} has {_count(n)} but sizes has {_count(nd)}: one flag per axis"
+        )
+    for i in range(n):
+        flag = seq[i]
+        if _is_bool(flag):
+            out[i] = 1 if flag else 0
+            continue
+        try:
+            value = operator.index(flag)   # an integer's truth is its value, not its __bool__
+        except TypeError:
+            value = None
+        if value is None or not (value == 0 or value == 1):
+            raise TypeError(f"{name}[{i}] must be a bool, got {_show(flag)}")
+        out[i] = 1 if value else 0
+    return 0
+
+
 cdef str _count(Py_ssize_t n):
     return "1 entry" if n == 1 else f"{n} entries"
 
@@ -1012,12 +1122,16 @@ cdef tuple _tuple(int n, const int64_t* values):
     return tuple([values[i] for i in range(n)])
 
 
-cdef int _load_pair(object sizes, object strides, int64_t* sz, int64_t* st) except -1:
-    """Sizes and strides of equal length; return the rank."""
-    cdef int nd = _load(sizes, "sizes", sz, True)
-    cdef int ns = _load(strides, "strides", st, False)
+cdef int _load_pair(object sizes, object strides, int64_t* sz, int64_t* st,
+                    str strides_name="strides", bint* exact=NULL) except -1:
+    """Sizes and strides of equal length; return the rank. `exact[0]`, `exact[1]` (when given):
+    whether sizes, strides are tuples of exact ints (see _load)."""
+    cdef int nd = _load(sizes, "sizes", sz, True, exact)
+    cdef int ns = _load(strides, strides_name, st, False, exact + 1 if exact != NULL else NULL)
     if ns != nd:
-        raise ValueError(f"strides has {_count(ns)} but sizes has {_count(nd)}: they must match")
+        raise ValueError(
+            f"{strides_name} has {_count(ns)} but sizes has {_count(nd)}: they must match"
+        )
     return nd
 
 
@@ -1036,7 +1150,7 @@ cdef int _load_permutation(object axes, int nd, str name, int* out) except -1:
         if not 0 <= ax < nd:
             raise LayoutIndexError(f"{name}[{i}] = {raw[i]} is not an axis of a rank-{nd} layout")
         if seen[ax]:
-            raise ValueError(f"{name} repeats axis {ax}: {tuple(axes)!r} is not a permutation")
+            raise ValueError(f"{name} repeats axis {ax}: {_tuple(n, raw)!r} is not a permutation")
         seen[ax] = 1
         out[i] = <int>ax
     return 0
@@ -1108,6 +1222,20 @@ def normalize(sizes, strides, offset, itemsize):
             c_flags(nd, sz, st))
 
 
+def as_int(value, name):
+    """``value`` validated as an int64 (``operator.index``; bools refused), named ``name``."""
+    return _as_int64(value, name)
+
+
+def as_pair(sizes, strides, strides_name="strides"):
+    """``(sizes, strides)`` validated: tuples of int64 of the same length, sizes >= 0."""
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef bint exact[2]
+    cdef int nd = _load_pair(sizes, strides, sz, st, strides_name, exact)
+    return (sizes if exact[0] else _tuple(nd, sz), strides if exact[1] else _tuple(nd, st))
+
+
 def as_sizes(sizes, name="sizes"):
     """``sizes`` validated: a tuple of non-negative int64 (one integer means one dim)."""
     cdef int64_t sz[MAX_NDIM]
@@ -1129,9 +1257,11 @@ def byte_strides(strides, itemsize):
 def as_permutation(axes, ndim, name="order"):
     """``axes`` validated as a permutation of ``range(ndim)``; negative axes count from the end."""
     cdef int perm[MAX_NDIM]
-    cdef int nd = <int>_as_int64(ndim, "ndim"), i
-    if not 0 <= nd <= MAX_NDIM:
-        raise ValueError(f"ndim must be in 0..{MAX_NDIM}, got {nd}")
+    cdef int64_t n = _as_int64(ndim, "ndim")
+    cdef int nd, i
+    if not 0 <= n <= MAX_NDIM:
+        raise ValueError(f"ndim must be in 0..{MAX_NDIM}, got {n}")
+    nd = <int>n
     _load_permutation(axes, nd, name, perm)
     return tuple([perm[i] for i in range(nd)])
 
@@ -1147,31 +1277,13 @@ def packed_strides(sizes, order=None, broadcast=None):
     cdef int perm[MAX_NDIM]
     cdef unsigned char flags[MAX_NDIM]
     cdef int nd = _load(sizes, "sizes", sz, True), i
-    cdef object seq, flag
     if order is None:
         for i in range(nd):
             perm[i] = i
     else:
         _load_permutation(order, nd, "order", perm)
     if broadcast is not None:
-        if isinstance(broadcast, (str, bytes)):
-            raise TypeError(f"broadcast must be a sequence of bools, got {broadcast!r}")
-        try:
-            seq = tuple(broadcast)
-        except TypeError:
-            raise TypeError(
-                f"broadcast must be a sequence of bools, got {type(broadcast).__name__}"
-            ) from None
-        if len(seq) != nd:
-            raise ValueError(
-                f"broadcast has {_count(len(seq))} but sizes has {_count(nd)}: one flag per axis"
-            )
-        for i in range(nd):
-            flag = seq[i]
-            if not (isinstance(flag, bool) or type(flag).__name__ in ("bool", "bool_")
-                    or (type(flag) is int and flag in (0, 1))):
-                raise TypeError(f"broadcast[{i}] must be a bool, got {flag!r}")
-            flags[i] = 1 if flag else 0
+        _load_flags(broadcast, "broadcast", nd, flags)
     if c_packed_strides(nd, sz, perm, flags if broadcast is not None else NULL, out):
         raise OverflowError(f"the packed strides of sizes {_tuple(nd, sz)!r} leave int64")
     return _tuple(nd, out)
@@ -1189,12 +1301,14 @@ def offset_of(index, strides, offset=0, sizes=None):
     except OverflowError as exc:
         if sizes is None:
             raise
-        raise LayoutIndexError(f"{exc}: out of range for sizes {tuple(sizes)!r}") from None
+        raise LayoutIndexError(f"{exc}: out of range for sizes {_show(sizes)}") from None
     ns = _load(strides, "strides", st, False)
     if n != ns:
         raise ValueError(f"index has {_count(n)} but strides has {_count(ns)}: they must match")
     if sizes is not None:
-        _load(sizes, "sizes", sz, True)
+        ns = _load(sizes, "sizes", sz, True)
+        if ns != n:
+            raise ValueError(f"index has {_count(n)} but sizes has {_count(ns)}: they must match")
         for i in range(n):
             if not 0 <= ix[i] < sz[i]:
                 raise LayoutIndexError(
@@ -1414,7 +1528,7 @@ def reshape_strides(sizes, strides, new_sizes):
         )
     status = c_reshape_strides(nd, sz, st, new_nd, ns, out, &old_axis, &new_axis)
     if status == STATUS_OVERFLOW:
-        _raise_overflow("a reshape stride", sizes, strides)
+        _raise_overflow("a reshape stride", _tuple(nd, sz), _tuple(nd, st))
     if status == STATUS_NO_VIEW and not 0 <= old_axis < nd - 1:
         raise ValueError(   # unreachable with equal element counts; kept so no index is wild
             f"no view reshapes sizes {_tuple(nd, sz)!r} with strides {_tuple(nd, st)!r} to "

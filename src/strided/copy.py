@@ -23,7 +23,8 @@ array([[0., 2., 4., 0.],
 
 from __future__ import annotations
 
-import operator
+import functools
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -353,7 +354,8 @@ def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
         A label of the wrong rank or a tuple that is not a permutation; a Layout whose sizes or
         itemsize are not x's, whose elements overlap, or that reaches below offset 0; a layout
         x's library cannot hold (torch: negative strides; some DLPack libraries keep only
-        their own strides).
+        their own strides); a Layout whose buffer (offset included) is larger than the
+        machine's memory, refused before any allocation.
 
     Examples
     --------
@@ -377,7 +379,8 @@ def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
     record = _describe(x, "x")
     _refuse_objects(record, "x")
     target, order = _relayout_target(layout, record)
-    out = _allocate(x, record, target, order, zero=_has_gaps(target))
+    out = _allocate(x, record, target, order, zero=_has_gaps(target),
+                    blame=f"layout {layout!r}" if isinstance(layout, Layout) else "x")
     if _torch.is_tensor(x) and x.requires_grad:
         out.copy_(x)            # torch's copy keeps the result in the autograd graph
     elif record.library == "dlpack":
@@ -416,13 +419,40 @@ def _has_gaps(layout: Layout) -> bool:
     return layout.size > 0 and layout.nbytes != layout.size * layout.itemsize
 
 
+@functools.cache
+def _host_memory() -> int | None:
+    """Bytes of physical memory of this machine, where the OS tells (POSIX); else None."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_fits(layout: Layout, blame: str) -> None:
+    """Refuse a host allocation larger than the machine's memory before asking for it.
+
+    A huge block size or offset asks for terabytes: numpy's MemoryError (or, with memory
+    overcommit, an array that cannot be filled) says nothing of which argument did it.
+    """
+    memory = _host_memory()
+    if memory is not None and layout.nbytes > memory:
+        raise ValueError(
+            f"{blame}: the new array would need {layout.nbytes} bytes "
+            f"({layout.nbytes / 2**30:.1f} GiB), more than this machine's memory "
+            f"({memory / 2**30:.1f} GiB)"
+        )
+
+
 def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ...] | None, *,
-              zero: bool) -> Any:
+              zero: bool, blame: str) -> Any:
     """A new array laid out as ``layout``: of x's library for numpy and torch, else numpy.
 
     The numpy array made for another library is handed to it by :func:`_hand_over` once
-    written.
+    written. ``blame`` names the argument that decided the size, for the error raised when
+    the array would not fit in host memory.
     """
+    if record.device[0] in _HOST_DEVICES:
+        _check_fits(layout, blame)
     if record.library == "torch":
         negative = [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides))
                     if s < 0 and n > 1]
@@ -493,7 +523,8 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
     TypeError
         ``x`` is not an array or ``fmt`` not a string.
     ValueError
-        ``x`` is not rank 4, or ``fmt`` is not a blocked format.
+        ``x`` is not rank 4, or ``fmt`` is not a blocked format, or its block makes the
+        result larger than the machine's memory (refused before any allocation).
 
     Examples
     --------
@@ -518,7 +549,8 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
     n, c, h, w = _logical_sizes(record.layout, spec)
     out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)),
                                       itemsize=record.layout.itemsize),
-                    order=tuple(range(5)), zero=c % spec.block != 0)
+                    order=tuple(range(5)), zero=c % spec.block != 0,
+                    blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}")
     out_record = describe(out)
     pieces = _blocked_pieces(record.layout, out_record.layout, spec)
     _copy_pieces(out_record, record, [(blocked, logical) for logical, blocked in pieces],
@@ -581,7 +613,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
     record = _resolve_lazy(y, _host_record(y, "y"))
     sizes = _unblocked_sizes(record.layout, spec, channels)
     out = _allocate(y, record, Layout(sizes, itemsize=record.layout.itemsize),
-                    order=tuple(range(4)), zero=False)
+                    order=tuple(range(4)), zero=False, blame=f"channels={channels!r}")
     out_record = describe(out)
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
     _copy_pieces(out_record, record, pieces, num_threads)
@@ -605,13 +637,7 @@ def _unblocked_sizes(layout: Layout, spec: BlockedFormat,
     if layout.ndim != 5 or sizes[4] != x:
         raise ValueError(f"y has shape {sizes}, but {spec.name!r} is a rank-5 array of shape "
                          f"{form} with x = {x}")
-    if isinstance(channels, bool):
-        raise TypeError(f"channels must be an int, got bool {channels!r}")
-    try:
-        c = operator.index(channels)
-    except TypeError:
-        raise TypeError(f"channels must be an int, got {type(channels).__name__} "
-                        f"{channels!r}") from None
+    c = _core.as_int(channels, "channels")     # bools (a 0-d bool tensor too) are refused
     if spec.chwn:
         blocks, h, w, n, _ = sizes
     else:

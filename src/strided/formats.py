@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -57,6 +57,14 @@ def _ranks_help() -> str:
     return ", ".join(f"rank {r}: {letters!r}" for r, letters in CANONICAL.items())
 
 
+def _rank(ndim: int) -> int:
+    """``ndim`` validated: an integer (not a bool, not a float) in ``0..MAX_RANK``."""
+    rank = _core.as_int(ndim, "ndim")
+    if not 0 <= rank <= _core.MAX_RANK:
+        raise ValueError(f"ndim must be in 0..{_core.MAX_RANK}, got {rank}")
+    return rank
+
+
 def label_order(label: str, ndim: int) -> tuple[int, ...]:
     """Physical order (axes, outermost first) named by a layout label.
 
@@ -84,6 +92,9 @@ def label_order(label: str, ndim: int) -> tuple[int, ...]:
     >>> label_order("WH", 2)
     (1, 0)
     """
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str such as 'NHWC', got {type(label).__name__}")
+    ndim = _rank(ndim)
     letters = CANONICAL.get(ndim)
     if letters is None:
         raise ValueError(
@@ -122,13 +133,19 @@ def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
     >>> physical_order(None, 3), physical_order("F", 3), physical_order((2, 0, 1), 3)
     ((0, 1, 2), (2, 1, 0), (2, 0, 1))
     """
-    if layout is None or layout == "C":
+    ndim = _rank(ndim)
+    if layout is None:
         return tuple(range(ndim))
-    if layout == "F":
-        return tuple(range(ndim - 1, -1, -1))
-    if isinstance(layout, str):
+    if isinstance(layout, str):      # before any ==: an array's == compares element-wise
+        if layout in ("C", "F"):
+            return tuple(range(ndim)) if layout == "C" else tuple(range(ndim - 1, -1, -1))
         return label_order(layout, ndim)
-    if isinstance(layout, (bytes, bytearray)) or not isinstance(layout, Sequence):
+    kind = type(layout)
+    # a sequence of axes: a tuple, list, range or 1-D integer array (numpy's are no Sequence,
+    # array-API arrays need not have a __len__)
+    sequence = hasattr(kind, "__len__") and hasattr(kind, "__getitem__")
+    if isinstance(layout, (bytes, bytearray, Mapping)) or not (
+            sequence or getattr(layout, "ndim", None) == 1):
         raise TypeError(
             "layout must be None, 'C', 'F', a label such as 'NHWC' or a tuple of axes, "
             f"got {type(layout).__name__} {layout!r}"
@@ -191,9 +208,16 @@ def strides_agree(sizes: Sequence[int], strides: Sequence[int], other: Sequence[
     True
     >>> strides_agree((2, 3), (3, 1), (1, 2))
     False
+
+    Raises
+    ------
+    TypeError, ValueError
+        Arguments that are not a layout's sizes and strides (see :class:`strided.Layout`), or
+        stride tuples of another length than ``sizes``.
     """
-    return len(strides) == len(other) == len(sizes) and all(
-        n == 1 or a == b for n, a, b in zip(sizes, strides, other))
+    sizes, strides = _core.as_pair(sizes, strides)
+    other = _core.as_pair(sizes, other, "other")[1]
+    return all(n == 1 or a == b for n, a, b in zip(sizes, strides, other))
 
 
 def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, ...]:
@@ -210,8 +234,7 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
     >>> labels[0], len(labels), "NHWC" in labels
     ('NCHW', 12, True)
     """
-    sizes = tuple(sizes)
-    strides = tuple(strides)
+    sizes, strides = _core.as_pair(sizes, strides)
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return ()
@@ -238,8 +261,7 @@ def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
     >>> preferred_label((2, 3), (5, 1)) is None
     True
     """
-    sizes = tuple(sizes)
-    strides = tuple(strides)
+    sizes, strides = _core.as_pair(sizes, strides)
     letters = CANONICAL.get(len(sizes))
     if letters is None:
         return None
@@ -255,8 +277,10 @@ def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
 # Blocked channel formats
 # --------------------------------------------------------------------------------------------
 
-_NCHWX = re.compile(r"NCHW(\d+)")
-_ONEDNN = re.compile(r"nChw(\d+)c")
+# ASCII digits without leading zeros: one spelling per block size (\d would take '٤' too)
+_NCHWX = re.compile(r"NCHW([1-9][0-9]*)")
+_ONEDNN = re.compile(r"nChw([1-9][0-9]*)c")
+_INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -277,6 +301,16 @@ class BlockedFormat:
     name: str
     block: int
     chwn: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {type(self.name).__name__}")
+        if not isinstance(self.chwn, bool):
+            raise TypeError(f"chwn must be a bool, got {type(self.chwn).__name__}")
+        block = _core.as_int(self.block, "block")
+        if block < 1:
+            raise ValueError(f"block must be >= 1 channel, got {block}")
+        object.__setattr__(self, "block", block)      # a numpy integer becomes an int
 
     def physical_shape(self, sizes: Sequence[int]) -> tuple[int, ...]:
         """Physical packed shape for logical sizes ``(N, C, H, W)``."""
@@ -307,12 +341,15 @@ def parse_blocked(fmt: str | BlockedFormat) -> BlockedFormat:
     if fmt == "CHWN4":
         return BlockedFormat(fmt, 4, True)
     match = _NCHWX.fullmatch(fmt) or _ONEDNN.fullmatch(fmt)
-    if match is None or int(match.group(1)) < 1:
+    if match is None:
         raise ValueError(
-            f"fmt {fmt!r} is not a blocked format: expected NCHWx (x >= 1, e.g. 'NCHW4', "
-            f"'NCHW32'), 'CHWN4', or oneDNN's nChw<x>c (e.g. 'nChw8c')"
+            f"fmt {fmt!r} is not a blocked format: expected NCHWx (x >= 1 in ASCII digits, no "
+            f"leading zero, e.g. 'NCHW4', 'NCHW32'), 'CHWN4', or oneDNN's nChw<x>c (e.g. 'nChw8c')"
         )
-    return BlockedFormat(fmt, int(match.group(1)), False)
+    digits = match.group(1)
+    if len(digits) > 19 or int(digits) > _INT64_MAX:
+        raise ValueError(f"fmt {fmt!r}: the block {digits} does not fit in a signed 64-bit integer")
+    return BlockedFormat(fmt, int(digits), False)
 
 
 def _nchw(sizes: Sequence[int], fmt: str) -> tuple[int, int, int, int]:
@@ -371,7 +408,8 @@ def blocked_view(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: in
     from strided.layout import Layout
 
     spec = parse_blocked(fmt)
-    n, c, h, w = _nchw(sizes, spec.name)
+    sizes = _nchw(sizes, spec.name)          # read once: the caller's object may change
+    n, c, h, w = sizes
     x = spec.block
     if c % x:
         raise ValueError(

@@ -27,9 +27,9 @@ class Layout:
 
     Parameters
     ----------
-    sizes : sequence of int
+    sizes : sequence of int, or int
         Number of elements along each dimension (>= 0); at most 64 dimensions.
-    strides : sequence of int, optional
+    strides : sequence of int, or int, optional
         Elements to skip to reach the next element along each dimension; any int64, negative
         and zero included. Default: packed row-major.
     offset : int, optional
@@ -37,14 +37,29 @@ class Layout:
     itemsize : int, optional
         Bytes per element (>= 1).
 
+    Notes
+    -----
+    A *sequence of int* is a tuple, a list, a ``range``, a ``torch.Size``, a 1-D integer
+    array of numpy, torch or any array-API library, or any other sized sequence whose items
+    have ``__index__`` (numpy and torch integer scalars, 0-d integer arrays). One integer
+    means one dimension, as numpy reads ``np.empty(5)``: ``Layout(5)`` is ``Layout((5,))``.
+    Whatever was given, :attr:`sizes` and :attr:`strides` are tuples of Python ints, and the
+    argument is read once, into a tuple, before any item is converted. Refused with a
+    ``TypeError`` naming the argument: bools (``True``, ``np.True_``, a 0-d bool tensor),
+    floats, strings, sets, mappings, and generators or other iterators (they can be read only
+    once). The same holds for every sequence argument of the package (indices, axes, orders,
+    broadcast flags).
+
     Raises
     ------
     TypeError
-        A non-integer (or a bool) where an integer is needed.
+        A non-integer (or a bool) where an integer is needed, or a sequence argument of a
+        refused kind.
     ValueError
         A negative size, strides of another length than sizes, itemsize < 1, rank > 64.
     OverflowError
-        When the number of elements, a span end or a byte quantity leaves int64.
+        When the number of elements, a span end, the number of offsets from the lowest to the
+        highest element, or a byte quantity leaves int64.
 
     Examples
     --------
@@ -55,6 +70,10 @@ class Layout:
     (20, 4)
     >>> Layout.packed((1, 1, 3, 5), "NHWC").strides
     (15, 1, 5, 1)
+    >>> Layout(range(2, 4)) == Layout([2, 3]) == Layout((2, 3))
+    True
+    >>> Layout(5).sizes
+    (5,)
     """
 
     __slots__ = ("_flags", "_hi", "_itemsize", "_lo", "_offset", "_overlaps", "_size", "_sizes",
@@ -111,6 +130,7 @@ class Layout:
         >>> Layout.packed((2, 3), "F").label
         'WH'
         """
+        sizes = _core.as_sizes(sizes)     # read once: the caller's object may change
         return cls(sizes, _packed_strides(sizes, layout, broadcast=broadcast), itemsize=itemsize)
 
     # ---- basic attributes -------------------------------------------------------------------
