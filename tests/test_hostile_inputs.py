@@ -160,6 +160,12 @@ CASES = {
                             (1, 2, 2, 2, 4)),
     "matching_labels_strides": (lambda v: formats.matching_labels((2, 3), v), (1, 2), ("WH",)),
     "strides_agree_other": (lambda v: formats.strides_agree((2, 3), (3, 1), v), (3, 1), True),
+    "overlaps_strides": (lambda v: st.Layout((2, 2, 2), v).self_overlaps(max_work=None),
+                         (3, 5, 7), False),
+    "shares_memory_sizes": (lambda v: st._core.shares_memory(v, (4, 1), 1, (2, 2), (1, 2), 1, 0),
+                            (2, 2), True),
+    "shares_memory_strides": (lambda v: st._core.shares_memory((2, 2), (2, 2), 4, (2, 2), v, 4,
+                                                               4), (4, 1), True),
 }
 
 for name, (call, values, expected) in CASES.items():
@@ -202,8 +208,8 @@ def crash_results() -> dict[str, str]:
 
 
 def test_every_crash_class_is_gone(crash_results):
-    # 18 argument kinds, each emptied and grown under the reader, plus 3 single probes
-    assert len(crash_results) == 18 * 2 + 3
+    # 21 argument kinds, each emptied and grown under the reader, plus 3 single probes
+    assert len(crash_results) == 21 * 2 + 3
     assert {name: outcome for name, outcome in crash_results.items() if outcome != "ok"} == {}
 
 

@@ -1389,7 +1389,7 @@ def overlaps(sizes, strides, max_work=_BUDGET):
     cdef int nd = _load_pair(sizes, strides, sz, st), result
     cdef int64_t lo, hi, work = _load_max_work(max_work)
     if c_span(nd, sz, st, 0, &lo, &hi):
-        _raise_overflow("the span", sizes, strides)
+        _raise_overflow("the span", _tuple(nd, sz), _tuple(nd, st))
     with nogil:
         result = c_overlaps(nd, sz, st, work)
     if result == OVERLAP_UNDECIDED:
