@@ -245,20 +245,35 @@ cdef int c_packed_strides(int nd, const int64_t* sizes, const int* order,
 # Predicates
 # --------------------------------------------------------------------------------------------
 
-cdef void _sort_ascending(int d, int64_t* s, int64_t* u) noexcept nogil:
-    """Insertion sort of (s, u) pairs by s; d <= 64 so this is the fastest choice."""
+cdef void _sort_by(int d, int64_t* key, int64_t* a, int64_t* b) noexcept nogil:
+    """Insertion sort of key ascending, a and b (either may be NULL) moved alongside; d is at
+    most 2 * MAX_NDIM + 1, where this is the fastest choice."""
     cdef int i, j
-    cdef int64_t ks, ku
+    cdef int64_t k, ka = 0, kb = 0
     for i in range(1, d):
-        ks = s[i]
-        ku = u[i]
+        k = key[i]
+        if a != NULL:
+            ka = a[i]
+        if b != NULL:
+            kb = b[i]
         j = i - 1
-        while j >= 0 and s[j] > ks:
-            s[j + 1] = s[j]
-            u[j + 1] = u[j]
+        while j >= 0 and key[j] > k:
+            key[j + 1] = key[j]
+            if a != NULL:
+                a[j + 1] = a[j]
+            if b != NULL:
+                b[j + 1] = b[j]
             j -= 1
-        s[j + 1] = ks
-        u[j + 1] = ku
+        key[j + 1] = k
+        if a != NULL:
+            a[j + 1] = ka
+        if b != NULL:
+            b[j + 1] = kb
+
+
+cdef inline void _sort_ascending(int d, int64_t* s, int64_t* u) noexcept nogil:
+    """(s, u) pairs sorted by s."""
+    _sort_by(d, s, u, NULL)
 
 
 cdef int _nontrivial(int nd, const int64_t* sizes, const int64_t* strides, bint skip_zero_strides,
@@ -538,25 +553,6 @@ cdef int _search(_Search* q, int j, int64_t t, bint nonzero) except -1 nogil:
     return 0
 
 
-cdef void _sort_terms(int d, int64_t* c, int64_t* lo, int64_t* hi) noexcept nogil:
-    """Insertion sort of (c, lo, hi) triples by c (d <= 2 * MAX_NDIM + 1)."""
-    cdef int i, j
-    cdef int64_t kc, kl, kh
-    for i in range(1, d):
-        kc = c[i]
-        kl = lo[i]
-        kh = hi[i]
-        j = i - 1
-        while j >= 0 and c[j] > kc:
-            c[j + 1] = c[j]
-            lo[j + 1] = lo[j]
-            hi[j + 1] = hi[j]
-            j -= 1
-        c[j + 1] = kc
-        lo[j + 1] = kl
-        hi[j + 1] = kh
-
-
 cdef void _drop_term(int* dp, int i, int64_t* c, int64_t* lo, int64_t* hi) noexcept nogil:
     cdef int k
     for k in range(i, dp[0] - 1):
@@ -757,7 +753,7 @@ cdef int c_shares(int na, const int64_t* asz, const int64_t* ast, int64_t ka,
         lo[d] = 1 - kb
         hi[d] = ka - 1
         d += 1
-    _sort_terms(d, c, lo, hi)
+    _sort_by(d, c, lo, hi)
     if _reduce_terms(&d, c, lo, hi):
         return OVERLAP_UNDECIDED
     for i in range(d):
@@ -2798,8 +2794,8 @@ cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* st
                       int64_t itemsize, char** dst, const char** src) noexcept nogil:
     """Fill S (and move dst/src to the flipped origin); False when some dim the copy must be
     split along is interleaved with the dims below it (then only a full temporary is safe)."""
-    cdef int i, j, d = 0
-    cdef int64_t tn, ts, extent
+    cdef int i, d = 0
+    cdef int64_t extent
     cdef bint disjoint[MAX_NDIM]
     for i in range(nd):
         if sizes[i] > 1:
@@ -2810,16 +2806,11 @@ cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* st
                 src[0] += strides[i] * (sizes[i] - 1) * itemsize
                 S.s[d] = -strides[i]
             d += 1
-    for i in range(1, d):   # insertion sort, largest stride first
-        tn = S.n[i]
-        ts = S.s[i]
-        j = i - 1
-        while j >= 0 and S.s[j] < ts:
-            S.n[j + 1] = S.n[j]
-            S.s[j + 1] = S.s[j]
-            j -= 1
-        S.n[j + 1] = tn
-        S.s[j + 1] = ts
+    for i in range(d):   # largest stride first: sort the negated strides ascending
+        S.s[i] = -S.s[i]
+    _sort_by(d, S.s, S.n, NULL)
+    for i in range(d):
+        S.s[i] = -S.s[i]
     S.d = d
     S.itemsize = itemsize
     S.buffer_items = max(<int64_t>1, _SHIFT_BUFFER_BYTES // itemsize)
