@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from strided import _core
 from strided.interop._numpy import ndarray_at, numpy_dtype
-from strided.interop._record import MemoryRecord
+from strided.interop._record import MemoryRecord, aliases
 from strided.layout import Layout
 
 __all__ = ["Exporter", "describe", "from_host", "view"]
@@ -124,8 +125,14 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
 
     When the library refuses the layout (some accept only certain strides) or cannot hold it
     (torch: negative strides), ``copy=None`` gives a packed copy, ``copy=False`` ValueError.
+    A layout whose elements alias each other is exported with DLPack's read-only flag; a
+    consumer that asks only for legacy capsules (no flag) then gets a copy, as for read-only
+    memory.
     """
     xp = _namespace(base)
+    if record.writeable and aliases(layout):
+        # elements that alias each other: the capsule says read-only, as a numpy view would
+        record = replace(record, writeable=False)
     torch_like = "torch" in getattr(xp, "__name__", "")
     refusal = None
     if not (torch_like and any(s < 0 for s in layout.strides)):  # torch aborts on those

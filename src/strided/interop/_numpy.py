@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from strided import _core
-from strided.interop._record import CPU, MemoryRecord
+from strided.interop._record import CPU, MemoryRecord, aliases
 from strided.layout import Layout
 
 __all__ = ["allocate", "describe", "describe_buffer", "ndarray_at", "numpy_dtype", "view"]
@@ -108,17 +108,8 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     if copy:
         return ndarray_at(record.ptr, layout, owner.dtype, readonly=True,
                           owner=owner).copy(order="K")
-    readonly = not record.writeable or _aliases(layout)
+    readonly = not record.writeable or aliases(layout)
     return ndarray_at(record.ptr, layout, owner.dtype, readonly=readonly, owner=owner)
-
-
-def _aliases(layout: Layout) -> bool:
-    """Whether two elements of ``layout`` share memory; True when that is too costly to tell
-    (a read-only view is the safe answer, a writeable one could corrupt)."""
-    try:
-        return layout.overlaps
-    except _core.TooHardError:
-        return True
 
 
 def allocate(dtype: np.dtype, layout: Layout, order: tuple[int, ...] | None,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from strided import _core
 from strided.layout import Layout
 
-__all__ = ["CPU", "MemoryRecord", "check_view"]
+__all__ = ["CPU", "MemoryRecord", "aliases", "check_view"]
 
 CPU = (1, 0)
 """The DLPack device of host memory: ``(kDLCPU, 0)``."""
@@ -104,3 +105,17 @@ def check_view(layout: object, record: MemoryRecord) -> Layout:
             f"base's first element"
         )
     return layout
+
+
+def aliases(layout: Layout) -> bool:
+    """Whether two elements of ``layout`` share memory; True when that is too costly to tell
+    (a read-only view is the safe answer, a writeable one could corrupt).
+
+    The one rule of every adapter whose library can mark a view read-only (numpy arrays,
+    DLPack's read-only flag): a view whose elements alias each other is read-only, as numpy's
+    own ``broadcast_to`` and ``sliding_window_view`` are.
+    """
+    try:
+        return layout.overlaps
+    except _core.TooHardError:
+        return True

@@ -47,10 +47,15 @@ def device_copy(dst: Any, src: Any, share_memory: bool) -> None:
     copyto has checked the pair as on the host (sizes, dtype, a writeable destination without
     a lazy bit or grad, no self-overlap). torch refuses a source that shares memory with the
     destination, so such a source is cloned first (on its own device).
+
+    The copy runs under ``torch.no_grad()``: like the host path, copyto writes ``dst`` outside
+    autograd, so a ``src`` that requires grad does not turn ``dst`` into a node of its graph
+    (``copy_`` alone would). ``copy_`` bumps dst's version counter, as the host path does.
     """
-    if share_memory:
-        src = src.clone()
-    dst.copy_(src)
+    with sys.modules["torch"].no_grad():
+        if share_memory:
+            src = src.clone()
+        dst.copy_(src)
 
 
 def _refuse_unstrided(t: Any) -> None:
