@@ -1,22 +1,31 @@
 """Writes that would break another library's contract (issue 11, section 5).
 
-- numpy views whose elements alias each other are read-only, as ``np.broadcast_to``'s;
+- views whose elements alias each other are read-only, as ``np.broadcast_to``'s, wherever the
+  library can say so (numpy; DLPack's read-only flag, which array-api-strict honours);
 - destinations that their library declares immutable (jax) are refused, untouched;
 - two torch tensors that torch copies itself (one off the CPU) keep every rule of copyto. The
   device path is selected by one predicate, ``interop._torch.copies_itself``; the tests replace
   it to run that very path on CPU tensors, and run it for real on CUDA where there is a GPU.
+  The ``either_path`` tests run each case on both paths and expect one outcome (written
+  outside autograd, lazy sources by value, any two views of one buffer).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
+from strategies import brute_offsets
 
 import strided as st
 from strided import _core
 from strided.interop import _torch as torch_adapter
+from strided.interop import describe
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
@@ -175,3 +184,156 @@ def test_cuda_pairs_keep_the_contract():
     with pytest.raises(ValueError, match="requires grad"):
         st.copyto(torch.zeros(3, device="cuda", requires_grad=True) * 2,
                   torch.ones(3, device="cuda"))
+
+
+# ---- DLPack views of aliasing layouts -------------------------------------------------------
+
+
+def _aliases_by_brute_force(layout):
+    """Two indices reach one offset: listed, not computed by strided."""
+    offsets = brute_offsets(layout.sizes, layout.strides, layout.offset)
+    return len(set(offsets)) < len(offsets)
+
+
+XP_LAYOUTS = [
+    st.Layout((3, 4), (0, 1), itemsize=8),                 # broadcast rows
+    st.Layout((4, 3), (2, 1), itemsize=8),                 # sliding windows
+    st.Layout((3, 3), (-1, 1), offset=2, itemsize=8),      # reversed windows
+    st.Layout((3, 4), (4, 1), itemsize=8),                 # packed
+    st.Layout((2, 3), (6, 2), itemsize=8),                 # padded
+    st.Layout((1, 4), (0, 3), itemsize=8),                 # stride 0 on a dim of one element
+]
+
+
+def test_xp_layouts_cover_both_answers():
+    assert {_aliases_by_brute_force(L) for L in XP_LAYOUTS} == {True, False}
+
+
+@pytest.mark.parametrize("layout", XP_LAYOUTS, ids=lambda L: str(L.strides))
+def test_dlpack_views_are_read_only_exactly_when_elements_alias(layout):
+    xp = pytest.importorskip("array_api_strict")
+    base = xp.arange(12, dtype=xp.float64)
+    v = st.view(base, layout)
+    assert describe(v).ptr == describe(base).ptr + layout.offset * 8      # still zero-copy
+    first = (0,) * layout.ndim
+    if _aliases_by_brute_force(layout):
+        with pytest.raises(ValueError, match="read-only"):
+            v[first] = -1.0
+        assert np.array_equal(np.asarray(base), np.arange(12.0))
+    else:
+        v[first] = -1.0
+        assert float(base[layout.offset]) == -1.0
+
+
+def test_jax_arrays_are_immutable_yet_viewed_without_a_copy():
+    jnp = pytest.importorskip("jax.numpy")
+    src = jnp.arange(6, dtype=jnp.float32)
+    record = describe(src)
+    assert record.immutable and record.library == "dlpack"
+    v = st.view(src, st.Layout((3, 2), itemsize=4), copy=False)
+    assert describe(v).ptr == record.ptr
+    assert np.array_equal(np.asarray(v), np.arange(6.0).reshape(3, 2))
+
+
+def test_array_api_compat_is_imported_only_for_dlpack_arrays():
+    pytest.importorskip("array_api_strict")
+    code = (
+        "import sys, numpy as np, strided as st; "
+        "st.copyto(np.zeros(3), np.ones(3)); st.view(np.arange(3.0), st.layout_of(np.zeros(3))); "
+        "before = 'array_api_compat' in sys.modules; "
+        "import array_api_strict as xp; st.copyto(xp.zeros(3, dtype=xp.float64), np.ones(3)); "
+        "print(before, 'array_api_compat' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "False"]
+
+
+# ---- torch pairs: the same outcome on both paths --------------------------------------------
+
+
+@pytest.fixture(params=["host", "device"])
+def either_path(request, monkeypatch):
+    """Two CPU tensors copied by strided's host path, or (forced) by torch's device path."""
+    if not HAVE_TORCH:
+        pytest.skip("torch is not installed")
+    calls = []
+    if request.param == "device":
+        real = torch_adapter.device_copy
+        monkeypatch.setattr(torch_adapter, "copies_itself", lambda dst, src: True)
+        monkeypatch.setattr(torch_adapter, "device_copy",
+                            lambda *args: calls.append(args) or real(*args))
+    return request.param, calls
+
+
+def _copied_by(path):
+    """How many copies torch's device path made: one on the forced path, none on the host."""
+    name, calls = path
+    return len(calls) == (name == "device")
+
+
+def test_a_source_requiring_grad_leaves_dst_outside_autograd(either_path):
+    src = torch.arange(3.0, requires_grad=True)
+    dst = torch.zeros(3)
+    version = dst._version
+    st.copyto(dst, src)
+    assert dst.tolist() == [0.0, 1.0, 2.0]
+    assert not dst.requires_grad and dst.grad_fn is None      # copy_ alone would record it
+    assert dst._version > version                             # torch sees an in-place write
+    assert _copied_by(either_path)
+
+
+def test_a_lazy_source_is_copied_by_value(either_path):
+    dst = torch.zeros(2, dtype=torch.complex64)
+    st.copyto(dst, torch.tensor([1 + 2j, 3 - 4j]).conj())
+    assert dst.tolist() == [1 - 2j, 3 + 4j]
+    assert _copied_by(either_path)
+
+
+def test_an_empty_copy_writes_nothing(either_path):
+    dst = torch.zeros(0, 3)
+    version = dst._version
+    st.copyto(dst, torch.ones(0, 3))
+    assert dst._version == version
+    assert not either_path[1]
+
+
+@pytest.mark.filterwarnings("ignore:.*quantized tensor creation:UserWarning")
+def test_quantized_tensors_are_refused_on_both_paths(either_path):
+    src = torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8)
+    dst = torch.quantize_per_tensor(torch.zeros(3), 0.25, 0, torch.qint8)
+    with pytest.raises(ValueError, match="quantized"):
+        st.copyto(dst, src)
+    assert dst.int_repr().tolist() == [0, 0, 0]
+    assert not either_path[1]
+
+
+@hst.composite
+def two_views_of_one_buffer(draw):
+    """Two layouts of one shape in a 64-element buffer, non-negative strides (torch has no
+    others); dst without self-overlap, src with any (a broadcast source is fine)."""
+    ndim = draw(hst.integers(1, 3))
+    sizes = tuple(draw(hst.lists(hst.integers(1, 4), min_size=ndim, max_size=ndim)))
+    strides = hst.lists(hst.integers(0, 6), min_size=ndim, max_size=ndim).map(tuple)
+    dst = draw(strides.filter(lambda s: not _aliases_by_brute_force(st.Layout(sizes, s))))
+    src = draw(strides)
+    reach = max(sum((n - 1) * s for n, s in zip(sizes, t)) for t in (dst, src))
+    return (sizes, dst, draw(hst.integers(0, 63 - reach)), src,
+            draw(hst.integers(0, 63 - reach)))
+
+
+@needs_torch
+@pytest.mark.parametrize("device", [False, True], ids=["host", "device"])
+@settings(max_examples=80, deadline=None)
+@given(case=two_views_of_one_buffer())
+def test_any_two_views_of_one_buffer_give_the_source_as_it_was(device, case):
+    sizes, dst_strides, dst_offset, src_strides, src_offset = case
+    buf = torch.arange(64, dtype=torch.int32)
+    expected = buf.numpy().copy()
+    expected[brute_offsets(sizes, dst_strides, dst_offset)] = expected[
+        brute_offsets(sizes, src_strides, src_offset)]
+    with pytest.MonkeyPatch.context() as mp:
+        if device:
+            mp.setattr(torch_adapter, "copies_itself", lambda dst, src: True)
+        st.copyto(buf.as_strided(sizes, dst_strides, dst_offset),
+                  buf.as_strided(sizes, src_strides, src_offset))
+    assert np.array_equal(buf.numpy(), expected)
