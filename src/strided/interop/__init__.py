@@ -132,7 +132,10 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
         A numpy array or bytes-like object (the view is an ``np.ndarray``, read-only when base
         is), a torch tensor (a ``torch.as_strided`` view on base's device, in the autograd
         graph), or an array of any library with ``__dlpack__`` and ``__array_namespace__``
-        (the view comes from that library's ``from_dlpack``).
+        (the view comes from that library's ``from_dlpack``). A view whose elements alias
+        each other (``layout.overlaps``: a stride 0, sliding windows) is read-only wherever
+        the library can say so (numpy; DLPack's read-only flag), as ``np.broadcast_to``'s
+        result is; torch views cannot be flagged.
     layout : Layout
         Sizes, element strides (negative, zero and padded are all fine), offset and itemsize.
     copy : bool or None, optional
