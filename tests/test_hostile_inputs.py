@@ -725,3 +725,42 @@ def test_fuzz_hostile_arguments_in_a_subprocess():
     # every function was called, and each both succeeded and refused something
     assert len(seen) == 28
     assert {name for name, kinds in seen.items() if "ok" not in kinds or len(kinds) < 2} == set()
+
+
+def test_endless_and_huge_sequences_are_refused_without_reading_them():
+    # A sequence whose __getitem__ never raises IndexError would be read forever, and
+    # range(10**12) would be materialised: both must be refused after MAX_NDIM + 1 items.
+    out = run_isolated("""
+        import strided as st
+        from strided import formats
+        from isolated import probe, report
+
+        class Endless:
+            def __len__(self):
+                return 2
+
+            def __getitem__(self, i):
+                return 1
+
+        def refused(call):
+            try:
+                call()
+            except ValueError as exc:
+                assert "more than 64 entries" in str(exc), exc
+            else:
+                raise AssertionError("accepted")
+
+        for name, arg in (("endless", Endless()), ("huge_range", range(10**12))):
+            for what, call in (("sizes", lambda a=arg: st.Layout(a)),
+                               ("strides", lambda a=arg: st.Layout((2,), a)),
+                               ("packed_sizes", lambda a=arg: st.packed_strides(a)),
+                               ("index", lambda a=arg: st.offset_of(a, (1,)))):
+                def check(call=call):
+                    refused(call)
+                check.__name__ = f"{name}_{what}"
+                probe(check)
+        report()
+    """, timeout=60)
+    results = probe_results(out)
+    assert len(results) == 8
+    assert {name: outcome for name, outcome in results.items() if outcome != "ok"} == {}

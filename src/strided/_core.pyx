@@ -27,6 +27,7 @@ from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
 
 import operator
 import os
+from itertools import islice
 from collections.abc import Mapping
 
 cdef extern from *:
@@ -1048,7 +1049,15 @@ cdef tuple _snapshot(object obj, str name, bint one_integer=True):
             f"{'integers, or one integer' if one_integer else 'bools, one per axis'}, "
             f"got {tp.__name__} {_show(obj)}"
         )
-    return tuple(obj)
+    # One item more than a layout may have is enough to refuse: a range(10**12) or a sequence
+    # whose __getitem__ never raises IndexError is not read to its (absent) end.
+    items = tuple(islice(obj, MAX_NDIM + 1))
+    if len(items) > MAX_NDIM:
+        raise ValueError(
+            f"{name} has more than {MAX_NDIM} entries: a layout has at most {MAX_NDIM} "
+            f"dimensions"
+        )
+    return items
 
 
 cdef int _load(object obj, str name, int64_t* out, bint nonnegative,
