@@ -2644,30 +2644,47 @@ cdef bint _same_strides(int nd, const int64_t* sizes, const int64_t* a,
     return True
 
 
+cdef enum:
+    _STAGE_READ = 1    # src -> tmp
+    _STAGE_WRITE = 2   # tmp -> dst
+
+
+cdef void _stage(int parts, char* tmp, char* dst, const char* src, int nd, const int64_t* sizes,
+                 const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                 int nthreads) noexcept nogil:
+    """Copy through ``tmp``, packed in the destination's order: read the source into it
+    (_STAGE_READ), write it to the destination (_STAGE_WRITE), or both in turn. Every buffered
+    route (staged, shifted, swapped tiles) goes through here."""
+    cdef int64_t tstr[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef CopyPlan plan
+    c_physical_order(nd, sizes, dstr, order)
+    c_packed_strides(nd, sizes, order, NULL, tstr)
+    if parts & _STAGE_READ:
+        _plan_copy(&plan, nd, sizes, tstr, sstr, itemsize)
+        _execute(&plan, tmp, src, nthreads)
+    if parts & _STAGE_WRITE:
+        _plan_copy(&plan, nd, sizes, dstr, tstr, itemsize)
+        _execute(&plan, dst, tmp, nthreads)
+
+
 cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
                       const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
                       int nthreads) except -1:
-    """Stage the whole source in a packed temporary (in the destination's order), then write:
-    the result is the source as it was. The temporary is had before any byte is written."""
+    """Stage the whole source in a packed temporary, then write: the result is the source as
+    it was. The temporary is had before any byte is written."""
     cdef int64_t count = 0
-    cdef int64_t tstr[MAX_NDIM]
-    cdef int order[MAX_NDIM]
-    cdef CopyPlan first, second
     cdef char* tmp
     c_size(nd, sizes, &count)
-    c_physical_order(nd, sizes, dstr, order)
-    c_packed_strides(nd, sizes, order, NULL, tstr)
     tmp = <char*>PyMem_RawMalloc(<size_t>(count * itemsize))
     if tmp == NULL:
         raise MemoryError(f"no memory for a {count * itemsize}-byte temporary (the source and "
                           f"destination share memory in an order that no small buffer can "
                           f"copy); nothing was written")
     try:
-        _plan_copy(&first, nd, sizes, tstr, sstr, itemsize)
-        _plan_copy(&second, nd, sizes, dstr, tstr, itemsize)
         with nogil:
-            _execute(&first, tmp, src, nthreads)
-            _execute(&second, dst, tmp, nthreads)
+            _stage(_STAGE_READ | _STAGE_WRITE, tmp, dst, src, nd, sizes, dstr, sstr, itemsize,
+                   nthreads)
     finally:
         PyMem_RawFree(tmp)
     return 0
@@ -2696,23 +2713,6 @@ cdef bint _swapped_pair(int nd, const int64_t* sizes, const int64_t* dstr, const
                 return False
     return (b[0] >= 0 and sizes[a[0]] == sizes[b[0]] and dstr[a[0]] == sstr[b[0]]
             and dstr[b[0]] == sstr[a[0]])
-
-
-cdef void _tile_via(char* tmp, char* dst, const char* src, int nd, const int64_t* sizes,
-                    const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
-                    bint write) noexcept nogil:
-    """Stage a block of the copy in tmp (packed in the destination's order), or write it."""
-    cdef int64_t tstr[MAX_NDIM]
-    cdef int order[MAX_NDIM]
-    cdef CopyPlan plan
-    c_physical_order(nd, sizes, dstr, order)
-    c_packed_strides(nd, sizes, order, NULL, tstr)
-    if write:
-        _plan_copy(&plan, nd, sizes, dstr, tstr, itemsize)
-        _execute(&plan, dst, tmp, 1)
-    else:
-        _plan_copy(&plan, nd, sizes, tstr, sstr, itemsize)
-        _execute(&plan, tmp, src, 1)
 
 
 cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* dstr,
@@ -2763,15 +2763,14 @@ cdef void _swap_tiles(char* tmp, char* base, int nd, int64_t* blk, const int64_t
     cdef char* second = tmp + tile_items * itemsize
     blk[a] = ni
     blk[b] = nj
-    _tile_via(tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, False)
-    if ti != tj:
+    _stage(_STAGE_READ, tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, 1)
+    if ti != tj:   # (tj, ti) is staged and written while (ti, tj) waits in tmp
         blk[a] = nj
         blk[b] = ni
-        _tile_via(second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, False)
-        _tile_via(second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, True)
+        _stage(_STAGE_READ | _STAGE_WRITE, second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, 1)
         blk[a] = ni
         blk[b] = nj
-    _tile_via(tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, True)
+    _stage(_STAGE_WRITE, tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, 1)
 
 
 # ---- shifts: the same strides at another address, copied in memmove's order ------------------
@@ -2845,9 +2844,6 @@ cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src) n
     """Copy the slabs of dim `level` (and everything below it) in the safe order."""
     cdef int64_t n = S.n[level], step = S.s[level] * S.itemsize, group, x0, count, i
     cdef int64_t sizes[MAX_NDIM]
-    cdef int64_t tstr[MAX_NDIM]
-    cdef int order[MAX_NDIM]
-    cdef CopyPlan first, second
     cdef int nd = S.d - level
     if S.below[level] > S.buffer_items:   # one slab is too big: split it, slab by slab
         for i in range(n):
@@ -2857,17 +2853,13 @@ cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src) n
     group = max(<int64_t>1, S.buffer_items // S.below[level])
     for i in range(nd):
         sizes[i] = S.n[level + i]
-        order[i] = i
     i = 0
     while i < n:
         count = min(group, n - i)
         x0 = n - i - count if S.backward else i
         sizes[0] = count
-        c_packed_strides(nd, sizes, order, NULL, tstr)
-        _plan_copy(&first, nd, sizes, tstr, &S.s[level], S.itemsize)
-        _plan_copy(&second, nd, sizes, &S.s[level], tstr, S.itemsize)
-        _execute(&first, S.tmp, src + x0 * step, S.nthreads)
-        _execute(&second, dst + x0 * step, S.tmp, S.nthreads)
+        _stage(_STAGE_READ | _STAGE_WRITE, S.tmp, dst + x0 * step, src + x0 * step, nd, sizes,
+               &S.s[level], &S.s[level], S.itemsize, S.nthreads)
         i += count
 
 
@@ -2948,16 +2940,17 @@ cdef enum:
 
 
 cdef int copy_threads(object num_threads) except -1:
-    cdef int64_t v
-    if num_threads is None:
-        if st_forked_child:
-            return 1   # no OpenMP call at all in a forked child (see in_forked_child)
-        return max(1, min(strided_omp_max_threads(), _CORES))
-    v = _as_int64(num_threads, "num_threads")
-    if v < 1:
-        raise ValueError(f"num_threads must be >= 1, or None for the default, got {v}")
+    cdef int64_t v = 0
+    if num_threads is not None:
+        v = _as_int64(num_threads, "num_threads")
+        if v < 1:
+            raise ValueError(f"num_threads must be >= 1, or None for the default, got {v}")
     if st_forked_child:
+        # what a forked child gets (and reports); _execute enforces it for every caller too,
+        # and no OpenMP function is called at all here
         return 1
+    if num_threads is None:
+        return max(1, min(strided_omp_max_threads(), _CORES))
     return <int>min(v, <int64_t>_MAX_THREADS)
 
 
