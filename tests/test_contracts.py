@@ -159,15 +159,13 @@ def test_device_path_refuses_what_the_host_path_refuses(device_path, case):
 
 
 @needs_torch
-def test_cpu_pairs_take_the_host_path_by_default():
+def test_cpu_pairs_take_the_host_path_by_default(monkeypatch):
     calls = []
     real = torch_adapter.device_copy
-    torch_adapter.device_copy = lambda *a: calls.append(a) or real(*a)
-    try:
-        st.copyto(torch.zeros(3), torch.ones(3))
-    finally:
-        torch_adapter.device_copy = real
-    assert calls == []
+    monkeypatch.setattr(torch_adapter, "device_copy", lambda *a: calls.append(a) or real(*a))
+    dst = torch.zeros(3)
+    st.copyto(dst, torch.ones(3))
+    assert calls == [] and dst.tolist() == [1.0, 1.0, 1.0]
 
 
 needs_cuda = pytest.mark.skipif(not (HAVE_TORCH and torch.cuda.is_available()),
