@@ -1,7 +1,7 @@
 """Compare copy-engine tunings on the transposing cases, each paired with a memcpy.
 
 A working tool for whoever tunes the kernel (issue 4), not a benchmark of record: it calls the
-private ``strided._core._tune`` hook, runs only strided and a single-call memcpy, alternating
+private ``strided._copy._tune`` hook, runs only strided and a single-call memcpy, alternating
 (nothing else runs between the two), and prints ``memcpy time / strided time`` for every case
 and configuration. Configurations are ``_tune`` keyword sets, given as a JSON list::
 
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from strided import _core
+from strided import _copy
 
 Case = tuple[str, Callable[[], tuple[np.ndarray, np.ndarray]]]
 
@@ -78,9 +78,9 @@ def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[d
     row = []
     for config in configs:
         config = dict(config)
-        _core._simd(config.pop("simd", -1))
-        _core._tune(**config)
-        row.append(paired_ratio(lambda: _core.copyto_buffers(dst, src, threads), dst.nbytes,
+        _copy._simd(config.pop("simd", -1))
+        _copy._tune(**config)
+        row.append(paired_ratio(lambda: _copy.copyto_buffers(dst, src, threads), dst.nbytes,
                                 scratch, repeat))
     return row
 
@@ -101,7 +101,7 @@ def main() -> None:
     print(f"memcpy time / strided time, {args.mib:g} MiB, {args.threads} threads; columns:")
     for i, config in enumerate(configs):
         print(f"  [{i}] {config}")
-    original = _core._tune()
+    original = _copy._tune()
     try:
         for dtype in dtypes:
             for name, make in cases(dtype, nbytes):
@@ -111,8 +111,8 @@ def main() -> None:
     finally:
         keys = ("tile_bytes", "block_bytes", "thread_bytes", "nt_bytes", "staged", "stage_bytes",
                 "nt_run_bytes", "nt_stitch_bytes", "chunks_per_thread")
-        _core._tune(**dict(zip(keys, original)))
-        _core._simd(-1)
+        _copy._tune(**dict(zip(keys, original)))
+        _copy._simd(-1)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The installed ``_core.pxd`` lets other Cython code ``cimport`` the core's C routines."""
+"""The installed ``.pxd`` files let other Cython code ``cimport`` strided's C routines: the
+arithmetic of ``_core.pxd`` and the copy engine of ``_copy.pxd``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ USER_MODULE = """
 # cython: language_level=3
 from libc.stdint cimport int64_t
 from strided._core cimport MAX_NDIM, STATUS_OK, c_overlaps, c_span
+from strided._copy cimport copy_elements, copy_threads
 
 
 def span_and_overlap(sizes, strides):
@@ -30,6 +32,21 @@ def span_and_overlap(sizes, strides):
     if c_span(nd, sz, st, 0, &lo, &hi) != STATUS_OK:
         raise OverflowError("span")
     return lo, hi, c_overlaps(nd, sz, st, -1)
+
+
+def transpose_bytes(bytearray dst, bytes src, int rows, int cols):
+    # dst (cols x rows, row-major) = the transpose of src (rows x cols), by the engine
+    cdef int64_t sz[2]
+    cdef int64_t dst_strides[2]
+    cdef int64_t src_strides[2]
+    sz[0] = rows
+    sz[1] = cols
+    dst_strides[0] = 1
+    dst_strides[1] = rows
+    src_strides[0] = cols
+    src_strides[1] = 1
+    return copy_elements(dst, src, 2, sz, dst_strides, src_strides, 1, rows * cols,
+                         copy_threads(None))
 """
 
 DRIVER = """
@@ -39,16 +56,20 @@ sys.path.insert(0, {include!r})  # where strided/_core.pxd is found (site-packag
 pyximport.install(language_level=3, build_dir={build!r})
 import use_core
 print(use_core.span_and_overlap((2, 3), (-5, 1)), use_core.span_and_overlap((3, 3), (1, 1)))
+dst = bytearray(6)
+print(use_core.transpose_bytes(dst, bytes(range(6)), 2, 3), list(dst))
 """
 
 
 def test_cimport_from_another_cython_module(tmp_path):
     package_dir = Path(strided.__file__).parent
     assert (package_dir / "_core.pxd").is_file()
+    assert (package_dir / "_copy.pxd").is_file()
     (tmp_path / "use_core.pyx").write_text(textwrap.dedent(USER_MODULE))
     driver = DRIVER.format(include=str(package_dir.parent), build=str(tmp_path / "build"))
     result = subprocess.run(
         [sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "(-5, 2, 0) (0, 4, 1)"
+    assert result.stdout.split("\n")[0] == "(-5, 2, 0) (0, 4, 1)"
+    assert result.stdout.split("\n")[1] == "0 [0, 3, 1, 4, 2, 5]"     # 0: copied

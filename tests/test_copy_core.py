@@ -1,4 +1,4 @@
-"""The compiled copy kernel: ``_core.copy_memory``, ``_core.copyto_buffers``, ``resolve_threads``.
+"""The compiled copy kernel: ``_copy.copy_memory``, ``_copy.copyto_buffers``, ``resolve_threads``.
 
 Every copy here runs between raw byte buffers (numpy ``uint8`` arrays) holding the source and
 destination layouts with guard bytes around them. The destination buffer is filled with a
@@ -41,7 +41,7 @@ from strategies import (
 )
 
 import strided
-from strided import _core
+from strided import _copy
 from strided.interop import _ndarray
 
 GUARD = 64           # guard bytes on each side of every layout (a multiple of 16: alignment)
@@ -115,7 +115,7 @@ def assert_each_thread_count_copies(dst0, df, src, sf, sizes, dst_strides, src_s
     for t in threads:
         dst = dst0.copy()
         source = dst if src is None else src
-        _core.copy_memory(address(dst, df), address(source, sf), sizes, dst_strides,
+        _copy.copy_memory(address(dst, df), address(source, sf), sizes, dst_strides,
                           src_strides, k, t)
         assert_same_bytes(dst, expected, f"{what} num_threads={t}")
         results[t] = dst
@@ -137,7 +137,7 @@ def test_copy_memory_matches_brute_force_and_numpy(case, threads, seed, extra):
                                 src_strides, sizes, k)
     assert_same_bytes(numpy_copy_bytes(dst_buf, dst_first, dst_strides, src_buf, src_first,
                                        src_strides, sizes, k), expected, "numpy vs brute force")
-    _core.copy_memory(address(dst_buf, dst_first), address(src_buf, src_first), sizes,
+    _copy.copy_memory(address(dst_buf, dst_first), address(src_buf, src_first), sizes,
                       dst_strides, src_strides, k, threads)
     assert_same_bytes(dst_buf, expected, f"dst {case}")
     assert_same_bytes(src_buf, src_before, "the source changed")
@@ -164,7 +164,7 @@ def test_copy_memory_between_overlapping_layouts_of_one_buffer(case, threads, se
     buf, dst_first, src_first = shared_placement(sizes, dst_strides, src_strides, k, seed, data)
     expected = brute_copy_bytes(buf, dst_first, dst_strides, buf, src_first, src_strides,
                                 sizes, k)
-    _core.copy_memory(address(buf, dst_first), address(buf, src_first), sizes, dst_strides,
+    _copy.copy_memory(address(buf, dst_first), address(buf, src_first), sizes, dst_strides,
                       src_strides, k, threads)
     assert_same_bytes(buf, expected, f"{case} dst at {dst_first}, src at {src_first}")
 
@@ -177,7 +177,7 @@ def test_copy_memory_rank0_and_size1(itemsize):
         dst = sentinel(itemsize + 2 * GUARD)
         expected = dst.copy()
         expected[GUARD:GUARD + itemsize] = src[GUARD:GUARD + itemsize]
-        _core.copy_memory(address(dst, GUARD), address(src, GUARD), sizes, dst_strides,
+        _copy.copy_memory(address(dst, GUARD), address(src, GUARD), sizes, dst_strides,
                           src_strides, itemsize)
         assert_same_bytes(dst, expected, str(sizes))
 
@@ -185,10 +185,10 @@ def test_copy_memory_rank0_and_size1(itemsize):
 @pytest.mark.parametrize("sizes", [(0,), (0, 5), (5, 0, 3), (3, 4, 0)])
 def test_copy_memory_size0_touches_nothing(sizes):
     strides = ref_packed_strides(sizes, tuple(range(len(sizes))))
-    _core.copy_memory(0, 0, sizes, strides, strides, 4)                 # null addresses
-    _core.copy_memory(0, 0, sizes, (0,) * len(sizes), strides, 4)       # stride 0 is fine
+    _copy.copy_memory(0, 0, sizes, strides, strides, 4)                 # null addresses
+    _copy.copy_memory(0, 0, sizes, (0,) * len(sizes), strides, 4)       # stride 0 is fine
     dst = sentinel(2 * GUARD)
-    _core.copy_memory(address(dst, GUARD), address(dst, GUARD + 4), sizes, strides, strides, 8)
+    _copy.copy_memory(address(dst, GUARD), address(dst, GUARD + 4), sizes, strides, strides, 8)
     assert_same_bytes(dst, sentinel(2 * GUARD))
 
 
@@ -197,7 +197,7 @@ def test_copy_memory_nonoverlapping_interleaved_destination():
     src = random_bytes(4 * 4 + 2 * GUARD, 7)
     dst = sentinel(6 * 4 + 2 * GUARD)
     expected = brute_copy_bytes(dst, GUARD, (3, 2), src, GUARD, (2, 1), (2, 2), 4)
-    _core.copy_memory(address(dst, GUARD), address(src, GUARD), (2, 2), (3, 2), (2, 1), 4)
+    _copy.copy_memory(address(dst, GUARD), address(src, GUARD), (2, 2), (3, 2), (2, 1), 4)
     assert_same_bytes(dst, expected)
 
 
@@ -224,7 +224,7 @@ def test_repeated_copies_reuse_no_stale_plan():
             src, sf = placed(sizes, src_strides, k, fill=lambda m, s=seed: random_bytes(m, s))
             dst, df = placed(sizes, dst_strides, k, fill=sentinel, extra=round_)
             expected = brute_copy_bytes(dst, df, dst_strides, src, sf, src_strides, sizes, k)
-            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+            _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
                               src_strides, k, THREADS[round_])
             assert_same_bytes(dst, expected, f"round {round_}, config {n}")
 
@@ -347,11 +347,11 @@ def test_large_overlapping_copies(n_bytes, sizes, dst_first, dst_strides, src_fi
 @contextlib.contextmanager
 def tuned(**kwargs):
     """Run with the copy engine's tuning constants changed (plans are re-made), then restore."""
-    old = _core._tune(**kwargs)
+    old = _copy._tune(**kwargs)
     try:
         yield
     finally:
-        _core._tune(*old)
+        _copy._tune(*old)
 
 
 TINY = {"tile_bytes": 16, "block_bytes": 16, "thread_bytes": 1, "nt_bytes": 0}
@@ -372,7 +372,7 @@ def test_copy_memory_medium_random_layouts(sizes, data):
     for threads, tuning in [(1, {}), (2, {}), (2, {"nt_bytes": 0})]:
         dst = dst0.copy()
         with tuned(**tuning):
-            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+            _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
                               src_strides, k, threads)
         assert_same_bytes(dst, expected, f"num_threads={threads} {tuning}")
 
@@ -391,7 +391,7 @@ def test_copy_memory_with_tiny_blocks_and_forced_threads(case, threads, shared, 
         dst, df = placed(sizes, dst_strides, k, fill=sentinel)
     expected = brute_copy_bytes(dst, df, dst_strides, src, sf, src_strides, sizes, k)
     with tuned(**TINY):
-        _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
+        _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides, src_strides,
                           k, threads)
     assert_same_bytes(dst, expected, f"{case} shared={shared}")
 
@@ -418,17 +418,17 @@ def test_copies_large_enough_for_streaming_stores(name, sizes, dst_strides, src_
 # ---- every SIMD level, streamed transposes, long fills ---------------------------------------
 
 #: The levels this CPU can run (0: SSE2, 1: + SSSE3, 2: + AVX2); each is tested here.
-SIMD_LEVELS = list(range(_core._simd() + 1))
+SIMD_LEVELS = list(range(_copy._simd() + 1))
 
 
 @contextlib.contextmanager
 def simd(level):
     """Run with the copy kernels limited to ``level``, then give them back all the CPU has."""
-    _core._simd(level)
+    _copy._simd(level)
     try:
         yield
     finally:
-        _core._simd(-1)
+        _copy._simd(-1)
 
 
 def aligned_placed(sizes, strides, k, line_offset, *, fill):
@@ -580,9 +580,9 @@ def test_portable_kernels_without_sse2(tmp_path, defines):
     """The block kernels compiled as on a CPU without SSE2 (the plain-C micro-tiles, copies and
     fills a non-x86 build runs), and natively, checked by tests/c/portable_kernels.c against a
     plain loop with guard bytes: every block kind, itemsize and flag set, ragged shapes."""
-    header_dir = TESTS_DIR.parent / "src" / "strided"
+    header_dir = TESTS_DIR.parent / "src" / "strided" / "_kernels"
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None or not (header_dir / "_copy_kernels.h").exists():
+    if compiler is None or not (header_dir / "copy_kernels.h").exists():
         pytest.skip("needs a C compiler and the source tree")
     exe = tmp_path / "portable_kernels"
     subprocess.run([compiler, "-std=c11", "-O1", *defines, "-I", str(header_dir),
@@ -594,13 +594,13 @@ def test_portable_kernels_without_sse2(tmp_path, defines):
 
 def test_simd_levels_clamp_to_the_cpu():
     """_simd never enables what the CPU lacks; -1 and too-high levels mean all it has."""
-    top = _core._simd()
+    top = _copy._simd()
     try:
-        assert _core._simd(top + 5) == top
-        assert _core._simd(0) == 0
-        assert _core._simd() == 0
+        assert _copy._simd(top + 5) == top
+        assert _copy._simd(0) == 0
+        assert _copy._simd() == 0
     finally:
-        assert _core._simd(-1) == top
+        assert _copy._simd(-1) == top
 
 
 @pytest.mark.parametrize("rank", [7, 8, 9, 12, 33, 64])
@@ -625,7 +625,7 @@ def test_copy_memory_high_ranks(rank):
         dst, df = placed(sizes, dst_strides, k, fill=sentinel)
         expected = brute_copy_bytes(dst, df, dst_strides, src, sf, src_strides, sizes, k)
         for threads in THREADS:
-            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+            _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
                               src_strides, k, threads)
             assert_same_bytes(dst, expected, f"rank {rank}, trial {trial}")
 
@@ -657,7 +657,7 @@ def test_concurrent_copies_from_python_threads(tuning):
             sizes, dst_strides, src_strides, k, src, sf, dst0, df, expected = prepared[
                 (worker + rep) % len(prepared)]
             dst = dst0.copy()
-            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+            _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
                               src_strides, k, 1 + rep % 2)
             if dst.tobytes() != expected.tobytes():
                 bad.append((worker, rep, sizes))
@@ -670,14 +670,14 @@ def test_concurrent_copies_from_python_threads(tuning):
 
 def test_extreme_strides_on_empty_and_size1_dims():
     """A stride matters only on a dim of more than one element: huge ones elsewhere are fine."""
-    _core.copy_memory(0, 0, (0, 3), (2**62, 2**62), (1, 1), 8)
-    _core.copy_memory(0, 0, (3, 0), (2**62, 1), (-(2**62), 1), 16)
+    _copy.copy_memory(0, 0, (0, 3), (2**62, 2**62), (1, 1), 8)
+    _copy.copy_memory(0, 0, (3, 0), (2**62, 1), (-(2**62), 1), 16)
     for k in (1, 3, 16):
         src = random_bytes(3 * k + 2 * GUARD, k)
         dst = sentinel(3 * k + 2 * GUARD)
         expected = dst.copy()
         expected[GUARD:GUARD + 3 * k] = src[GUARD:GUARD + 3 * k]
-        _core.copy_memory(address(dst, GUARD), address(src, GUARD), (1, 3, 1),
+        _copy.copy_memory(address(dst, GUARD), address(src, GUARD), (1, 3, 1),
                           (2**62, 1, -(2**62)), (2**61, 1, 7), k)
         assert_same_bytes(dst, expected, f"itemsize {k}")
 
@@ -685,9 +685,9 @@ def test_extreme_strides_on_empty_and_size1_dims():
 def test_null_address_of_a_non_empty_copy_is_refused():
     dst = sentinel(64)
     with pytest.raises(ValueError, match="NULL"):
-        _core.copy_memory(address(dst), 0, (4,), (1,), (1,), 4)
+        _copy.copy_memory(address(dst), 0, (4,), (1,), (1,), 4)
     with pytest.raises(ValueError, match="NULL"):
-        _core.copy_memory(0, address(dst), (4,), (1,), (1,), 4)
+        _copy.copy_memory(0, address(dst), (4,), (1,), (1,), 4)
     assert_same_bytes(dst, sentinel(64))
 
 
@@ -695,14 +695,14 @@ def test_null_address_of_a_non_empty_copy_is_refused():
 
 
 def test_resolve_threads():
-    default = _core.resolve_threads(None)
-    assert 1 <= default <= _core.max_threads()               # OpenMP's default...
+    default = _copy.resolve_threads(None)
+    assert 1 <= default <= _copy.max_threads()               # OpenMP's default...
     assert default <= (os.cpu_count() or 1)                  # ...but no more than the cores
     if not strided.openmp_enabled():
         assert default == 1
-    assert _core.resolve_threads(1) == 1
-    assert 1 <= _core.resolve_threads(2) <= 2
-    assert _core.resolve_threads(1000) >= 1
+    assert _copy.resolve_threads(1) == 1
+    assert 1 <= _copy.resolve_threads(2) <= 2
+    assert _copy.resolve_threads(1000) >= 1
 
 
 BAD_THREADS = [(0, ValueError), (-1, ValueError), (-(2**70), (ValueError, OverflowError)),
@@ -713,22 +713,22 @@ BAD_THREADS = [(0, ValueError), (-1, ValueError), (-(2**70), (ValueError, Overfl
 @pytest.mark.parametrize(("bad", "error"), BAD_THREADS)
 def test_bad_num_threads_is_refused_before_any_write(bad, error):
     with pytest.raises(error):
-        _core.resolve_threads(bad)
+        _copy.resolve_threads(bad)
     src = random_bytes(64 + 2 * GUARD, 1)
     dst = sentinel(64 + 2 * GUARD)
     with pytest.raises(error):
-        _core.copy_memory(address(dst, GUARD), address(src, GUARD), (8, 8), (8, 1), (1, 8), 1,
+        _copy.copy_memory(address(dst, GUARD), address(src, GUARD), (8, 8), (8, 1), (1, 8), 1,
                           bad)
     with pytest.raises(error):
-        _core.copy_memory(address(dst, GUARD), address(src, GUARD), (8, 8), (8, 1), (1, 8), 1,
+        _copy.copy_memory(address(dst, GUARD), address(src, GUARD), (8, 8), (8, 1), (1, 8), 1,
                           num_threads=bad)
     assert_same_bytes(dst, sentinel(64 + 2 * GUARD))
     d = np.zeros((8, 8), np.uint8)
     s = np.arange(64, dtype=np.uint8).reshape(8, 8).T
     with pytest.raises(error):
-        _core.copyto_buffers(d, s, bad)
+        _copy.copyto_buffers(d, s, bad)
     with pytest.raises(error):
-        _core.copyto_buffers(d, s, num_threads=bad)
+        _copy.copyto_buffers(d, s, num_threads=bad)
     assert not d.any()
 
 
@@ -738,7 +738,7 @@ def test_any_positive_thread_count_gives_the_same_bytes(threads):
     src = random_bytes(300 * 301 * 4, 5)
     dst = sentinel(300 * 301 * 4 + 2 * GUARD)
     expected = numpy_copy_bytes(dst, GUARD, (301, 1), src, 0, (1, 300), sizes, 4)
-    _core.copy_memory(address(dst, GUARD), address(src), sizes, (301, 1), (1, 300), 4, threads)
+    _copy.copy_memory(address(dst, GUARD), address(src), sizes, (301, 1), (1, 300), 4, threads)
     assert_same_bytes(dst, expected)
 
 
@@ -766,7 +766,7 @@ def test_copy_memory_validates_its_arguments(sizes, dst_strides, src_strides, it
     src = random_bytes(256, 2)
     dst = sentinel(256)
     with pytest.raises(error):
-        _core.copy_memory(address(dst, 128), address(src, 128), sizes, dst_strides, src_strides,
+        _copy.copy_memory(address(dst, 128), address(src, 128), sizes, dst_strides, src_strides,
                           itemsize)
     assert_same_bytes(dst, sentinel(256))
 
@@ -776,11 +776,11 @@ def test_copy_memory_refuses_non_integer_addresses(bad):
     src = random_bytes(64, 3)
     dst = sentinel(64)
     with pytest.raises(TypeError):
-        _core.copy_memory(bad, address(src), (4,), (1,), (1,), 4)
+        _copy.copy_memory(bad, address(src), (4,), (1,), (1,), 4)
     with pytest.raises(TypeError):
-        _core.copy_memory(address(dst), bad, (4,), (1,), (1,), 4)
+        _copy.copy_memory(address(dst), bad, (4,), (1,), (1,), 4)
     with pytest.raises(TypeError):
-        _core.copy_memory(bad, address(src), (0,), (1,), (1,), 4)       # even for no elements
+        _copy.copy_memory(bad, address(src), (0,), (1,), (1,), 4)       # even for no elements
     assert_same_bytes(dst, sentinel(64))
 
 
@@ -802,7 +802,7 @@ def test_self_overlapping_destination_is_refused_before_any_write(sizes, dst_str
     before = dst.copy()
     for threads in THREADS:
         with pytest.raises(ValueError, match=r"(?s)(dst.*overlap|overlap.*dst)"):
-            _core.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
+            _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
                               src_strides, 4, threads)
     assert_same_bytes(dst, before)
 
@@ -812,9 +812,9 @@ def test_self_overlapping_destination_of_one_element_or_none_is_fine():
     dst = sentinel(2 * GUARD + 4)
     expected = dst.copy()
     expected[GUARD:GUARD + 4] = src[GUARD:GUARD + 4]
-    _core.copy_memory(address(dst, GUARD), address(src, GUARD), (1, 1), (0, 0), (0, 0), 4)
+    _copy.copy_memory(address(dst, GUARD), address(src, GUARD), (1, 1), (0, 0), (0, 0), 4)
     assert_same_bytes(dst, expected)
-    _core.copy_memory(address(dst, GUARD), address(src, GUARD), (0, 5), (0, 0), (1, 1), 4)
+    _copy.copy_memory(address(dst, GUARD), address(src, GUARD), (0, 5), (0, 0), (1, 1), 4)
     assert_same_bytes(dst, expected)
 
 
@@ -856,7 +856,7 @@ FAST_PAIRS = {
 
 # The two fast paths of copyto: numpy's struct read directly, and any buffer. The first hands
 # what it does not take to the second, so both must copy and decline alike.
-FAST_PATHS = {"copyto_arrays": _ndarray.copyto_arrays, "copyto_buffers": _core.copyto_buffers}
+FAST_PATHS = {"copyto_arrays": _ndarray.copyto_arrays, "copyto_buffers": _copy.copyto_buffers}
 
 
 def as_numpy(x):
@@ -1019,7 +1019,7 @@ RISKY_SCRIPT = """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 import strided
-from strided import _core
+from strided import _copy, _core
 
 from isolated import probe, report
 
@@ -1028,7 +1028,7 @@ def refused(sizes, dst_strides, src_strides, itemsize, errors=(OverflowError, Va
     dst = np.full(256, 7, np.uint8)
     src = np.arange(256, dtype=np.uint8)
     try:
-        _core.copy_memory(dst.ctypes.data + 128, src.ctypes.data + 128, sizes, dst_strides,
+        _copy.copy_memory(dst.ctypes.data + 128, src.ctypes.data + 128, sizes, dst_strides,
                           src_strides, itemsize)
     except errors:
         assert (dst == 7).all(), "written before the error"
@@ -1071,7 +1071,7 @@ def _huge(base, shape, strides):
 def fast_paths_refuse_offsets_leaving_int64():
     # made-up strides: the third element would lie 2**63 bytes away; nothing may be read
     from strided.interop import _ndarray
-    for copy in (_ndarray.copyto_arrays, _core.copyto_buffers):
+    for copy in (_ndarray.copyto_arrays, _copy.copyto_buffers):
         src = _huge(np.zeros(1), (3,), (2**62,))
         dst = np.full(3, 7.0)
         assert copy(dst, src) is False, copy
@@ -1108,7 +1108,7 @@ def _unaligned(k, sizes, dst_order, src_order, shift_dst, shift_src, threads):
     view = lambda b, first, s: as_strided(b[first:first + k].view(dtype), sizes,
                                           [x * k for x in s])
     np.copyto(view(expected, 8 + shift_dst, ds), view(src, 8 + shift_src, ss))
-    _core.copy_memory(dst.ctypes.data + 8 + shift_dst, src.ctypes.data + 8 + shift_src, sizes,
+    _copy.copy_memory(dst.ctypes.data + 8 + shift_dst, src.ctypes.data + 8 + shift_src, sizes,
                       ds, ss, k, threads)
     bad = np.flatnonzero(dst != expected)
     assert bad.size == 0, f"{bad.size} bytes differ"
@@ -1142,7 +1142,7 @@ def partial_element_overlap():
                 view = lambda b, first, s: as_strided(b[first:first + k].view(dtype), sizes,
                                                       [x * k for x in s])
                 np.copyto(view(expected, d0, ds), view(snap, s0, ss))
-                _core.copy_memory(buf.ctypes.data + d0, buf.ctypes.data + s0, sizes, ds, ss, k,
+                _copy.copy_memory(buf.ctypes.data + d0, buf.ctypes.data + s0, sizes, ds, ss, k,
                                   threads)
                 bad = np.flatnonzero(buf != expected)
                 assert bad.size == 0, f"k={k} {sizes} delta={delta}: {bad.size} bytes differ"
@@ -1150,8 +1150,8 @@ def partial_element_overlap():
 
 def default_threads_respect_omp_num_threads():
     # this subprocess runs with OMP_NUM_THREADS=1
-    assert _core.resolve_threads(None) == 1, _core.resolve_threads(None)
-    assert _core.resolve_threads(2) in (1, 2)
+    assert _copy.resolve_threads(None) == 1, _copy.resolve_threads(None)
+    assert _copy.resolve_threads(2) in (1, 2)
 
 
 for fn in [default_threads_respect_omp_num_threads, overflow_byte_offset,

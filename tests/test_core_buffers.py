@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from strided import _core
+from strided.interop import _ndarray
 
 
 @pytest.mark.parametrize(
@@ -26,32 +27,32 @@ from strided import _core
 def test_buffer_address_is_numpy_first_element(make, writeable):
     a = make()
     a.flags.writeable = writeable
-    address, readonly = _core.buffer_address(a)
+    address, readonly = _ndarray.buffer_address(a)
     assert (address, readonly) == a.__array_interface__["data"]
 
 
 def test_buffer_address_of_builtin_buffers():
     b = bytearray(b"abcdef")
-    address, readonly = _core.buffer_address(b)
+    address, readonly = _ndarray.buffer_address(b)
     assert not readonly
     assert address == np.frombuffer(b, np.uint8).__array_interface__["data"][0]
-    assert _core.buffer_address(b"xyz")[1] is True
-    assert _core.buffer_address(memoryview(b)[2::2])[0] == address + 2
-    assert _core.buffer_address(array.array("d", [1.0]))[1] is False
+    assert _ndarray.buffer_address(b"xyz")[1] is True
+    assert _ndarray.buffer_address(memoryview(b)[2::2])[0] == address + 2
+    assert _ndarray.buffer_address(array.array("d", [1.0]))[1] is False
     m = mmap.mmap(-1, 16)
-    assert _core.buffer_address(m)[1] is False
+    assert _ndarray.buffer_address(m)[1] is False
     m.close()
 
 
 @pytest.mark.parametrize("obj", [None, 3, "text", [1, 2], object()])
 def test_buffer_address_refuses_objects_without_a_buffer(obj):
     with pytest.raises(TypeError):
-        _core.buffer_address(obj)
+        _ndarray.buffer_address(obj)
 
 
 def test_buffer_address_reports_numpy_refusal():
     with pytest.raises(ValueError, match="buffer"):
-        _core.buffer_address(np.zeros(2, "M8[s]"))
+        _ndarray.buffer_address(np.zeros(2, "M8[s]"))
 
 
 @pytest.mark.parametrize(

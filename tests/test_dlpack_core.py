@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 import pytest
 
-from strided import _core
+from strided.interop import _capsule
 
 F32 = (2, 32, 1)
 
@@ -64,7 +64,7 @@ def test_consume_numpy_capsules(make, versioned):
             a.__dlpack__()
         return
     capsule = a.__dlpack__(max_version=(1, 0)) if versioned else a.__dlpack__()
-    t = _core.consume_dlpack(capsule)
+    t = _capsule.consume_dlpack(capsule)
     assert t.shape == a.shape
     itemsize = a.dtype.itemsize
     if t.strides is not None:
@@ -80,14 +80,14 @@ def test_consume_numpy_capsules(make, versioned):
 def test_consume_read_only_flag():
     a = np.arange(4.0)
     a.flags.writeable = False
-    t = _core.consume_dlpack(a.__dlpack__(max_version=(1, 0)))
+    t = _capsule.consume_dlpack(a.__dlpack__(max_version=(1, 0)))
     assert t.readonly is True
 
 
 def test_consumed_tensor_keeps_producer_memory_alive():
     a = np.arange(6, dtype=np.int64)
     ref = weakref.ref(a)
-    t = _core.consume_dlpack(a.__dlpack__())
+    t = _capsule.consume_dlpack(a.__dlpack__())
     address = t.data + t.byte_offset
     del a
     gc.collect()
@@ -100,22 +100,22 @@ def test_consumed_tensor_keeps_producer_memory_alive():
 
 def test_capsule_is_read_once():
     capsule = np.arange(3.0).__dlpack__()
-    _core.consume_dlpack(capsule)
+    _capsule.consume_dlpack(capsule)
     with pytest.raises(ValueError, match="already been consumed"):
-        _core.consume_dlpack(capsule)
+        _capsule.consume_dlpack(capsule)
 
 
 @pytest.mark.parametrize("bad", [None, 3, "dltensor", b"x", np.arange(3), object()])
 def test_consume_refuses_non_capsules(bad):
     with pytest.raises(TypeError, match="DLPack capsule"):
-        _core.consume_dlpack(bad)
+        _capsule.consume_dlpack(bad)
 
 
 def test_consume_refuses_foreign_capsule():
     import _datetime  # its C API is a capsule with another name
 
     with pytest.raises(TypeError, match=r"datetime\.datetime_CAPI"):
-        _core.consume_dlpack(_datetime.datetime_CAPI)
+        _capsule.consume_dlpack(_datetime.datetime_CAPI)
 
 
 # ---- writing capsules, read back by numpy ----------------------------------------------------
@@ -135,7 +135,7 @@ def test_consume_refuses_foreign_capsule():
 )
 def test_written_capsule_read_by_numpy(sizes, strides, offset, version):
     base = np.arange(12, dtype=np.float32)
-    capsule = _core.make_dlpack_capsule(base, _address(base), 4 * offset, sizes, strides,
+    capsule = _capsule.make_dlpack_capsule(base, _address(base), 4 * offset, sizes, strides,
                                         (1, 0), F32, version=version)
     out = np.from_dlpack(_Holder(capsule))
     expected = np.lib.stride_tricks.as_strided(
@@ -150,7 +150,7 @@ def test_written_capsule_read_by_numpy(sizes, strides, offset, version):
 
 def test_written_read_only_capsule_gives_read_only_array():
     base = np.arange(4.0, dtype=np.float32)
-    capsule = _core.make_dlpack_capsule(base, _address(base), 0, (4,), (1,), (1, 0), F32,
+    capsule = _capsule.make_dlpack_capsule(base, _address(base), 0, (4,), (1,), (1, 0), F32,
                                         readonly=True, version=(1, 0))
     out = np.from_dlpack(_Holder(capsule))
     assert not out.flags.writeable
@@ -159,7 +159,7 @@ def test_written_read_only_capsule_gives_read_only_array():
 def test_legacy_capsule_cannot_be_read_only():
     base = np.arange(4.0, dtype=np.float32)
     with pytest.raises(ValueError, match="legacy"):
-        _core.make_dlpack_capsule(base, _address(base), 0, (4,), (1,), (1, 0), F32,
+        _capsule.make_dlpack_capsule(base, _address(base), 0, (4,), (1,), (1, 0), F32,
                                   readonly=True)
 
 
@@ -168,7 +168,7 @@ def test_written_capsule_keeps_owner_until_the_consumer_is_done(version):
     base = np.arange(4.0, dtype=np.float32)
     owner = _Owner()
     ref = weakref.ref(owner)
-    capsule = _core.make_dlpack_capsule(owner, _address(base), 0, (4,), (1,), (1, 0), F32,
+    capsule = _capsule.make_dlpack_capsule(owner, _address(base), 0, (4,), (1,), (1, 0), F32,
                                         version=version)
     del owner
     gc.collect()
@@ -186,7 +186,7 @@ def test_written_capsule_keeps_owner_until_the_consumer_is_done(version):
 def test_unconsumed_capsule_releases_owner(version):
     owner = _Owner()
     ref = weakref.ref(owner)
-    capsule = _core.make_dlpack_capsule(owner, 0, 0, (0,), (1,), (1, 0), F32, version=version)
+    capsule = _capsule.make_dlpack_capsule(owner, 0, 0, (0,), (1,), (1, 0), F32, version=version)
     del owner, capsule
     gc.collect()
     assert ref() is None
@@ -194,18 +194,18 @@ def test_unconsumed_capsule_releases_owner(version):
 
 @pytest.mark.parametrize("version", [None, (1, 1)])
 def test_null_data_is_refused_unless_empty(version):
-    capsule = _core.make_dlpack_capsule(None, 0, 0, (2, 3), (3, 1), (1, 0), F32, version=version)
+    capsule = _capsule.make_dlpack_capsule(None, 0, 0, (2, 3), (3, 1), (1, 0), F32, version=version)
     with pytest.raises(ValueError, match="6 elements has a NULL data pointer"):
-        _core.consume_dlpack(capsule)
-    empty = _core.make_dlpack_capsule(None, 0, 0, (2, 0), (3, 1), (1, 0), F32, version=version)
-    assert _core.consume_dlpack(empty).data == 0
+        _capsule.consume_dlpack(capsule)
+    empty = _capsule.make_dlpack_capsule(None, 0, 0, (2, 0), (3, 1), (1, 0), F32, version=version)
+    assert _capsule.consume_dlpack(empty).data == 0
 
 
 def test_round_trip_writer_to_reader():
     base = np.arange(12, dtype=np.int16)
-    capsule = _core.make_dlpack_capsule(base, _address(base), 6, (2, 3), (-3, 2), (1, 0),
+    capsule = _capsule.make_dlpack_capsule(base, _address(base), 6, (2, 3), (-3, 2), (1, 0),
                                         (0, 16, 1), readonly=True, version=(1, 1))
-    t = _core.consume_dlpack(capsule)
+    t = _capsule.consume_dlpack(capsule)
     assert (t.data, t.byte_offset) == (_address(base), 6)
     assert (t.shape, t.strides) == ((2, 3), (-3, 2))
     assert (t.device, t.dtype, t.readonly, t.version) == ((1, 0), (0, 16, 1), True, (1, 1))
@@ -227,7 +227,7 @@ def test_writer_validates(kwargs, error):
                 dtype=F32)
     args.update(kwargs)
     with pytest.raises(error):
-        _core.make_dlpack_capsule(**args)
+        _capsule.make_dlpack_capsule(**args)
 
 
 def test_writer_failure_leaks_no_reference():
@@ -235,7 +235,7 @@ def test_writer_failure_leaks_no_reference():
     before = sys.getrefcount(owner)
     for _ in range(100):
         with pytest.raises(OverflowError):
-            _core.make_dlpack_capsule(owner, 0, 0, (2,), (1,), (1, 0), (2, 999, 1))
+            _capsule.make_dlpack_capsule(owner, 0, 0, (2,), (1,), (1, 0), (2, 999, 1))
     assert sys.getrefcount(owner) == before
 
 
@@ -251,9 +251,10 @@ def test_torch_capsules_round_trip():
     result = _run("""
         import torch, numpy as np
         from strided import _core
+        from strided.interop import _capsule
         t = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4).permute(2, 0, 1)[1:, :, ::2]
         for kwargs in ({}, {"max_version": (1, 0)}):
-            h = _core.consume_dlpack(t.__dlpack__(**kwargs))
+            h = _capsule.consume_dlpack(t.__dlpack__(**kwargs))
             assert h.shape == tuple(t.shape) and h.strides == t.stride(), h
             assert h.data + h.byte_offset == t.data_ptr(), h
             assert h.dtype == (2, 32, 1) and h.device == (1, 0), h
@@ -264,7 +265,7 @@ def test_torch_capsules_round_trip():
         base = np.arange(12, dtype=np.float32)
         ptr = base.__array_interface__["data"][0]
         for version in (None, (1, 0)):
-            cap = _core.make_dlpack_capsule(base, ptr, 4, (2, 3), (4, 1), (1, 0), (2, 32, 1),
+            cap = _capsule.make_dlpack_capsule(base, ptr, 4, (2, 3), (4, 1), (1, 0), (2, 32, 1),
                                             version=version)
             out = torch.from_dlpack(Holder(cap))
             assert out.tolist() == [[1, 2, 3], [5, 6, 7]], out

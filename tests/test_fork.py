@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 from isolated import run_isolated
 
-from strided import _core
+from strided import _copy
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -22,7 +22,7 @@ PRELUDE = """
 import multiprocessing, os
 import numpy as np
 import strided as st
-from strided import _core
+from strided import _copy, _core
 
 SRC = np.arange(2048 * 1024, dtype=np.float32).reshape(2048, 1024)
 
@@ -35,12 +35,12 @@ def child_copies(num_threads):
     out = np.empty((1024, 2048), np.float32)
     st.copyto(out, SRC.T, num_threads=num_threads)
     assert np.array_equal(out, SRC.T)
-    return _core.in_forked_child(), _core.resolve_threads(num_threads)
+    return _copy.in_forked_child(), _copy.resolve_threads(num_threads)
 """
 
 
 def test_the_parent_is_not_a_forked_child():
-    assert _core.in_forked_child() is False
+    assert _copy.in_forked_child() is False
 
 
 def test_fork_pool_after_a_threaded_copy():
@@ -49,7 +49,7 @@ parent_runs_a_team()
 with multiprocessing.get_context("fork").Pool(2) as pool:
     results = pool.map(child_copies, [None, 2, 1, None])
 print(results)
-print(_core.in_forked_child(), _core.resolve_threads(2))
+print(_copy.in_forked_child(), _copy.resolve_threads(2))
 """, timeout=120)
     results, parent = out.strip().splitlines()
     # every child completed both copies, knows it is a forked child and copies on one thread
@@ -112,7 +112,7 @@ class Images(Dataset):
         chw = torch.empty(3, 512, 512)
         st.copyto(chw, hwc.permute(2, 0, 1))
         assert torch.equal(chw, hwc.permute(2, 0, 1))
-        assert _core.in_forked_child()
+        assert _copy.in_forked_child()
         return st.relayout(chw, (1, 2, 0), num_threads=2).sum()
 
 torch.set_num_threads(2)

@@ -191,10 +191,10 @@ def layout_packed_broadcast_flags():
 
 @probe
 def copy_memory_sizes():
-    from strided import _core
+    from strided import _copy, _core
     src = np.arange(6, dtype=np.int8)
     dst = np.zeros(6, dtype=np.int8)
-    _core.copy_memory(dst.ctypes.data, src.ctypes.data, shrinking((2, 3)), shrinking((3, 1)),
+    _copy.copy_memory(dst.ctypes.data, src.ctypes.data, shrinking((2, 3)), shrinking((3, 1)),
                       shrinking((3, 1)), 1)
     assert dst.tolist() == list(range(6))
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as hs
 from isolated import probe_results, run_isolated
 
 import strided as st
-from strided import _core
+from strided import _copy, _core
 
 # ---- brute force ------------------------------------------------------------------------------
 
@@ -182,11 +182,11 @@ def test_every_public_caller_is_bounded():
 
 @contextmanager
 def overlap_tuning(shift_buffer_bytes=None, max_work=None):
-    old = _core._overlap_tuning(shift_buffer_bytes, max_work)
+    old = _copy._overlap_tuning(shift_buffer_bytes, max_work)
     try:
         yield
     finally:
-        _core._overlap_tuning(*old)
+        _copy._overlap_tuning(*old)
 
 
 @contextmanager
@@ -367,7 +367,7 @@ def test_an_undecided_destination_is_refused_before_writing():
         with pytest.raises(st.TooHardError, match=r"dst cannot be checked.*max_work=0"):
             st.copyto(dst, src)
         with pytest.raises(st.TooHardError, match=r"destination \(dst_strides \(3, 5, 7\)"):
-            _core.copy_memory(buf.ctypes.data, src.ctypes.data, (2, 2, 2), (3, 5, 7),
+            _copy.copy_memory(buf.ctypes.data, src.ctypes.data, (2, 2, 2), (3, 5, 7),
                               (4, 2, 1), 1)
         with pytest.raises(st.TooHardError):
             _ = st.Layout((2, 2, 2), (3, 5, 7)).overlaps

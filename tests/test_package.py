@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import strided
-from strided import _core
+from strided import _copy
 
 
 def test_import_loads_no_array_backend_but_numpy():
@@ -36,14 +36,15 @@ def test_import_is_light_and_interop_loads_on_first_use():
 
 def test_openmp_flag_is_a_bool_and_matches_the_core():
     assert strided.openmp_enabled() in (True, False)
-    assert _core.max_threads() >= 1
+    assert _copy.max_threads() >= 1
     if not strided.openmp_enabled():
-        assert _core.max_threads() == 1
+        assert _copy.max_threads() == 1
 
 
 def test_typing_and_cython_files_are_installed():
     package = Path(strided.__file__).parent
-    for name in ("py.typed", "_core.pyi", "_core.pxd", "_openmp.pxd", "interop/_ndarray.pyi"):
+    for name in ("py.typed", "_core.pyi", "_core.pxd", "_copy.pyi", "_copy.pxd", "_openmp.pxd",
+                 "interop/_capsule.pyi", "interop/_ndarray.pyi"):
         assert (package / name).is_file(), name
 
 

@@ -18,7 +18,8 @@ Examples
 
 from typing import TYPE_CHECKING, Any
 
-from strided._core import MAX_RANK, LayoutIndexError, TooHardError, openmp_enabled
+from strided._copy import openmp_enabled
+from strided._core import MAX_RANK, LayoutIndexError, TooHardError
 from strided.formats import packed_strides
 from strided.layout import Layout, buffer_size, offset_of
 

@@ -59,7 +59,7 @@ AIM_NS = 2000.0
 AIM_MAX_RANK = 5
 
 _INT64_MIN = -(1 << 63)
-#: The copy kernels' SIMD levels (strided._core._simd()).
+#: The copy kernels' SIMD levels (strided._copy._simd()).
 _SIMD_NAMES = {0: "baseline (SSE2 on x86-64)", 1: "SSSE3", 2: "SSSE3 and AVX2"}
 _INT64_MAX = (1 << 63) - 1
 _MAX_NDIM = 64
@@ -546,7 +546,7 @@ def machine_facts() -> list[str]:
         f"python {platform.python_version()} ({platform.python_implementation()}), "
         f"strided {strided.__version__}",
         f"strided.openmp_enabled() = {strided.openmp_enabled()}, copy kernels: "
-        f"{_SIMD_NAMES.get(strided._core._simd(), '?')}",
+        f"{_SIMD_NAMES.get(strided._copy._simd(), '?')}",
         f"platform: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs{load}",
     ]
 

@@ -60,12 +60,31 @@ cdef int c_reshape_strides(int nd, const int64_t* sizes, const int64_t* strides,
 cdef int c_element_strides(int nd, const int64_t* sizes, int64_t* strides, int64_t itemsize,
                            int64_t count) noexcept nogil
 
-# The copy engine, for compiled adapters. Unlike the c_* routines these need the GIL and may
-# raise. copy_threads: the thread count of a num_threads argument (None: the default); raises
-# TypeError / ValueError naming num_threads. copy_elements: copy `count` elements between two
-# memory blocks the caller owns (element strides; any overlap between them is handled); return
-# 0 when done, 1 (nothing written) when dst overlaps itself or a byte offset leaves int64.
-cdef int copy_threads(object num_threads) except -1
-cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
-                       const int64_t* dst_strides, const int64_t* src_strides, int64_t itemsize,
-                       int64_t count, int nthreads) except -1
+# Byte spans (element 0 at byte 0): byte_span_leaves_int64 sets lo..hi to the element span and
+# returns 1 when some byte offset, or the end of the last element, leaves int64;
+# check_byte_span raises OverflowError naming `name` instead.
+cdef int byte_span_leaves_int64(int nd, const int64_t* sizes, const int64_t* strides,
+                                int64_t itemsize, int64_t* lo, int64_t* hi) noexcept nogil
+cdef int check_byte_span(int nd, const int64_t* sizes, const int64_t* strides, int64_t itemsize,
+                         str name) except -1
+
+# The budget of overlap decisions that name none (DEFAULT_MAX_WORK unless a test lowered it).
+cdef int64_t default_max_work() noexcept nogil
+
+# Insertion sort of d entries by key (ascending), carrying a and b (either may be NULL) along.
+cdef void sort_by(int d, int64_t* key, int64_t* a, int64_t* b) noexcept nogil
+
+# Argument loading for Python-facing code, with the GIL: each raises TypeError / ValueError /
+# OverflowError naming the argument. as_int64: one integer (bools and floats refused).
+# load_ints: a sequence of integers (or one integer) into out; returns its length.
+cdef int64_t as_int64(object value, str what) except? -1
+cdef int load_ints(object obj, str name, int64_t* out, bint nonnegative,
+                   bint* exact_tuple=*) except -1
+# load_pair: sizes (>= 0) and strides of one length into sz, st; returns the rank.
+cdef int load_pair(object sizes, object strides, int64_t* sz, int64_t* st,
+                   str strides_name=*, bint* exact=*) except -1
+# For messages: "1 entry" / "3 entries", and a C array as a tuple of Python ints.
+cdef str entries(Py_ssize_t n)
+cdef tuple tuple_of(int n, const int64_t* values)
+# Raise TooHardError: `what` needed more than max_work steps of the exact search.
+cdef raise_too_hard(str what, int64_t max_work)

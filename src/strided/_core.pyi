@@ -13,9 +13,8 @@ class TooHardError(ValueError, RuntimeError): ...
 
 DEFAULT_MAX_WORK: int
 
-def openmp_enabled() -> bool: ...
-def max_threads() -> int: ...
-def in_forked_child() -> bool: ...
+def _max_work_tuning(max_work: int | None = None) -> int: ...
+
 def normalize(
     sizes: _Dims, strides: _Dims | None, offset: SupportsIndex, itemsize: SupportsIndex
 ) -> tuple[tuple[int, ...], tuple[int, ...], int, int, int, int, int, int]: ...
@@ -63,59 +62,3 @@ def index(
 def element_strides(
     byte_strides: _Dims, sizes: _Dims, itemsize: SupportsIndex
 ) -> tuple[int, ...]: ...
-
-DLPACK_VERSION: tuple[int, int]
-
-class DLPackTensor:
-    data: int
-    byte_offset: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...] | None
-    device: tuple[int, int]
-    dtype: tuple[int, int, int]
-    readonly: bool
-    version: tuple[int, int] | None
-
-def consume_dlpack(capsule: Any) -> DLPackTensor: ...
-def make_dlpack_capsule(
-    owner: Any,
-    data: int,
-    byte_offset: int,
-    sizes: _Dims,
-    strides: _Dims,
-    device: tuple[int, int],
-    dtype: tuple[int, int, int],
-    *,
-    readonly: bool = ...,
-    version: tuple[int, int] | None = ...,
-) -> Any: ...
-def buffer_address(obj: Any) -> tuple[int, bool]: ...
-
-# ---- the copy engine ---------------------------------------------------------------------
-
-def resolve_threads(num_threads: int | None = None) -> int: ...
-def copy_memory(
-    dst_address: int,
-    src_address: int,
-    sizes: Sequence[int],
-    dst_strides: Sequence[int],
-    src_strides: Sequence[int],
-    itemsize: int,
-    num_threads: int | None = None,
-) -> None: ...
-def copyto_buffers(dst: object, src: object, num_threads: int | None = None) -> bool: ...
-def _tune(
-    tile_bytes: int | None = None,
-    block_bytes: int | None = None,
-    thread_bytes: int | None = None,
-    nt_bytes: int | None = None,
-    staged: bool | None = None,
-    stage_bytes: int | None = None,
-    nt_run_bytes: int | None = None,
-    nt_stitch_bytes: int | None = None,
-    chunks_per_thread: int | None = None,
-) -> tuple[int, int, int, int, int, int, int, int, int]: ...
-def _overlap_tuning(
-    shift_buffer_bytes: int | None = None, max_work: int | None = None
-) -> tuple[int, int]: ...
-def _simd(level: int | None = None) -> int: ...

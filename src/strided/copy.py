@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from strided import _core
+from strided import _copy, _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order, strides_agree
 from strided.interop import _dlpack, _numpy, _torch, describe, device_copier, view
 from strided.interop._ndarray import copyto_arrays as _copyto_arrays
@@ -143,7 +143,7 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
         library_copy(dst, src, _may_share_memory(dst_record, src_record))
         return
     src_record = _resolve_lazy(src, src_record)
-    _core.copy_memory(dst_record.ptr, src_record.ptr, dst_record.layout.sizes,
+    _copy.copy_memory(dst_record.ptr, src_record.ptr, dst_record.layout.sizes,
                       dst_record.layout.strides, src_record.layout.strides,
                       dst_record.layout.itemsize, num_threads)
     _written(dst_record)
@@ -375,7 +375,7 @@ def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
     >>> st.layout_of(z) == padded, z.tolist()
     (True, [[0, 1, 2], [3, 4, 5]])
     """
-    _core.resolve_threads(num_threads)      # a bad num_threads is an error on every path
+    _copy.resolve_threads(num_threads)      # a bad num_threads is an error on every path
     record = _describe(x, "x")
     _refuse_objects(record, "x")
     target, order = _relayout_target(layout, record)
@@ -542,7 +542,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
     True
     """
     spec = parse_blocked(fmt)
-    _core.resolve_threads(num_threads)
+    _copy.resolve_threads(num_threads)
     if _torch.is_tensor(x) and _off_cpu(x):
         return _to_blocked_torch_device(x, spec)
     record = _resolve_lazy(x, _host_record(x, "x"))
@@ -607,7 +607,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
     ValueError: channels is 9 but y of shape (1, 2, 1, 2, 4) holds 2 blocks of 4 channels: ...
     """
     spec = parse_blocked(fmt)
-    _core.resolve_threads(num_threads)
+    _copy.resolve_threads(num_threads)
     if _torch.is_tensor(y) and _off_cpu(y):
         return _from_blocked_torch_device(y, spec, channels)
     record = _resolve_lazy(y, _host_record(y, "y"))
@@ -691,7 +691,7 @@ def _copy_pieces(dst: MemoryRecord, src: MemoryRecord, pieces: list[tuple[Layout
     for dst_piece, src_piece in pieces:
         check_view(dst_piece, dst)
         check_view(src_piece, src)
-        _core.copy_memory(dst.ptr + dst_piece.offset * itemsize,
+        _copy.copy_memory(dst.ptr + dst_piece.offset * itemsize,
                           src.ptr + src_piece.offset * itemsize, dst_piece.sizes,
                           dst_piece.strides, src_piece.strides, itemsize, num_threads)
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "_copy_kernels.h"
+#include "copy_kernels.h"
 
 #define GUARD 64
 static unsigned char src[1 << 20], dst[1 << 20], ref[1 << 20];

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from strided import _core
+from strided.interop import _capsule
 from strided.interop._numpy import ndarray_at, numpy_dtype
 from strided.interop._record import MemoryRecord, aliases
 from strided.layout import Layout
@@ -19,17 +19,17 @@ _ADDRESSABLE = {1, 2, 3, 10, 11, 13}     # CPU, CUDA, CUDA host, ROCm, ROCm host
 _HOST = {1, 3, 11}                       # memory the CPU may read: CPU, CUDA host, ROCm host
 
 
-def _capsule(x: Any) -> Any:
+def _request_capsule(x: Any) -> Any:
     """Ask ``x`` for a capsule: versioned when it understands ``max_version``, else legacy."""
     try:
-        return x.__dlpack__(max_version=_core.DLPACK_VERSION)
+        return x.__dlpack__(max_version=_capsule.DLPACK_VERSION)
     except TypeError:           # a producer from before DLPack 1.0 knows no max_version
         return x.__dlpack__()
 
 
 def describe(x: Any) -> MemoryRecord:
     """Consume a capsule of ``x``; the record's owner keeps the producer's memory alive."""
-    tensor = _core.consume_dlpack(_capsule(x))
+    tensor = _capsule.consume_dlpack(_request_capsule(x))
     code, bits, lanes = tensor.dtype
     if (bits * lanes) % 8:
         raise ValueError(
@@ -81,7 +81,7 @@ class Exporter:
             raise BufferError("strided exports views: it does not copy inside __dlpack__")
         version = None
         if max_version is not None and max_version[0] >= 1:
-            major, minor = _core.DLPACK_VERSION
+            major, minor = _capsule.DLPACK_VERSION
             version = (major, min(minor, max_version[1]) if max_version[0] == major else minor)
         elif not record.writeable:
             raise BufferError("read-only memory cannot be exported as a legacy DLPack capsule, "
@@ -95,7 +95,7 @@ class Exporter:
         elif byte_offset < 0:
             raise BufferError(f"cannot offset a pointer on device {record.device} by "
                               f"{byte_offset} bytes")
-        return _core.make_dlpack_capsule(
+        return _capsule.make_dlpack_capsule(
             (self._base, tensor), data, byte_offset, layout.sizes, layout.strides,
             record.device, tensor.dtype, readonly=not record.writeable, version=version,
         )

@@ -5,12 +5,14 @@ A buffer-protocol export of a numpy array builds a format string and allocates o
 ndarrays of one numeric dtype are read here straight from the array struct through numpy's C
 API, and handed to the core's copy engine. Everything else goes on to the buffer path.
 
-This module only translates: the element strides and the copy itself are ``_core``'s.
+This module only translates: the element strides are ``_core``'s, the copy ``_copy``'s.
 """
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t
 
-from strided._core cimport MAX_NDIM, c_element_strides, copy_elements, copy_threads
-from strided._core import copyto_buffers
+from strided._core cimport MAX_NDIM, c_element_strides
+from strided._copy cimport copy_elements, copy_threads
+from strided._copy import copyto_buffers
 
 cdef extern from *:
     """
@@ -97,3 +99,19 @@ def copyto_arrays(dst, src, num_threads=None):
         return False
     return copy_elements(st_data(dst), st_data(src), nd, sizes, dst_strides, src_strides,
                          itemsize, count, nthreads) == 0
+
+
+def buffer_address(obj):
+    """``(address, readonly)`` of an object's buffer (PEP 3118), strided buffers included.
+
+    The address is that of the first element. The buffer is released before returning: the
+    caller keeps ``obj`` alive while it uses the address. Only the address is taken: exporters
+    may report normalised strides for dims of size 1 or empty buffers (numpy does), so the
+    layout is read from the object itself. Raises what the exporter raises (BufferError,
+    ValueError, TypeError) when ``obj`` has no buffer or refuses a strided one.
+    """
+    cdef Py_buffer view
+    PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO)
+    address, readonly = <size_t>view.buf, bool(view.readonly)
+    PyBuffer_Release(&view)
+    return address, readonly

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from strided import _core
+from strided.interop import _ndarray
 from strided.interop._record import CPU, MemoryRecord, aliases
 from strided.layout import Layout
 
@@ -43,7 +44,7 @@ def describe(x: np.ndarray) -> MemoryRecord:
     strides = _core.element_strides(x.strides, x.shape, itemsize)
     sizes = x.shape
     try:                        # the buffer protocol gives the address in one C call...
-        ptr, readonly = _core.buffer_address(x)
+        ptr, readonly = _ndarray.buffer_address(x)
     except (BufferError, ValueError, TypeError, NotImplementedError):
         # ...but numpy exports no buffer of some dtypes (datetime64, timedelta64).
         ptr, readonly = x.__array_interface__["data"]

@@ -1,0 +1,16 @@
+# The C-level API of strided's copy engine, for compiled adapters and other Cython code:
+#
+#     from strided._copy cimport copy_elements, copy_threads
+#
+# Unlike the c_* routines of _core.pxd these need the GIL and may raise.
+# copy_threads: the thread count of a num_threads argument (None: the default; 1 in a process
+# forked after strided was imported); raises TypeError / ValueError naming num_threads.
+# copy_elements: copy `count` elements between two memory blocks the caller owns (element
+# strides; any overlap between them is handled); return 0 when done, 1 (nothing written) when
+# dst overlaps itself or a byte offset leaves int64.
+from libc.stdint cimport int64_t
+
+cdef int copy_threads(object num_threads) except -1
+cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* dst_strides, const int64_t* src_strides, int64_t itemsize,
+                       int64_t count, int nthreads) except -1

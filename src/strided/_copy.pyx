@@ -1,0 +1,1151 @@
+"""The copy engine of strided: plans a strided copy once, then runs its blocks on threads.
+
+Everything here moves memory between two layouts given as addresses, sizes and *element*
+strides; the layout arithmetic it needs (spans, sizes, packed strides, overlap decisions) is
+``strided._core``'s, cimported, never written again. The innermost loops are C, in
+``_kernels/``. What this module adds: the planner and its cache, the runner of blocks on an
+OpenMP team, the thread count (serial in forked children), the routes for a destination that
+shares memory with its source (in bounded memory), and the buffer-protocol fast path of
+:func:`strided.copyto`.
+"""
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from libc.math cimport sqrt
+from libc.stdint cimport int64_t, intptr_t, uint64_t, uintptr_t
+from libc.string cimport memcpy, strchr, strcmp
+from cython.parallel cimport parallel
+
+from strided._core cimport (
+    FLAG_BROADCAST, FLAG_EMPTY, FLAG_PACKED, MAX_NDIM, OVERLAP_UNDECIDED, as_int64,
+    byte_span_leaves_int64, c_element_strides, c_flags, c_overlaps, c_packed_strides,
+    c_physical_order, c_shares, c_size, check_byte_span, default_max_work, entries, load_ints,
+    raise_too_hard, sort_by, tuple_of,
+)
+from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
+
+import os
+
+from strided import _core
+
+
+def openmp_enabled():
+    """Return True when this build of the copy engine was compiled with OpenMP."""
+    return bool(STRIDED_OPENMP_ENABLED)
+
+
+def max_threads():
+    """Return the number of threads OpenMP would use by default (1 in a serial build)."""
+    return strided_omp_max_threads()
+
+
+# --------------------------------------------------------------------------------------------
+# The copy engine: plan a strided copy once, then run its blocks on an OpenMP team
+# --------------------------------------------------------------------------------------------
+#
+# A copy of `sizes` elements from one strided layout to another is planned as oneDNN's reorder
+# and HPTT do (DESIGN §5): drop size-1 dims; flip every dim the destination walks backwards, in
+# both layouts at once; sort the dims by the destination's strides; merge neighbours that are
+# contiguous in *both* layouts. What is left is an outer loop nest around a 2-D block problem
+#     dst[r * dp + c * dq] = src[r * sp + c * sq]
+# whose columns are the destination's innermost dim. When that dim is unit-stride in the
+# destination and another dim is unit-stride in the source, the block is a transpose (rows =
+# the source's unit dim) and is tiled for the cache; otherwise it is a copy of rows (memcpy,
+# fill, gather or scatter). Blocks are numbered (outer index, block row, block column); a team
+# of threads splits that range statically, each walking its share with an odometer.
+
+cdef extern from "_kernels/copy_kernels.h":
+    enum:
+        ST_BLOCK_COPY
+        ST_BLOCK_TRANSPOSE
+        ST_BLOCK_TBUF
+        ST_TILE_BUF
+        ST_NT
+        ST_STITCH
+        ST_FRESH
+        ST_LAST
+        ST_STITCH_ROWS
+    void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
+                       const char* src, Py_ssize_t sp, Py_ssize_t sq,
+                       Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
+    void st_store_fence() noexcept nogil
+    int64_t st_claim(int64_t* next, int64_t n) noexcept nogil
+    char* st_scratch() noexcept nogil
+    int st_cpu_init() noexcept nogil
+    int st_set_simd(int level) noexcept nogil
+    int st_get_simd() noexcept nogil
+
+
+st_cpu_init()   # once, at import, before any thread copies
+
+ctypedef struct CopyPlan:
+    int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
+    int nt                     # 1: write whole lines with non-temporal stores
+    int align                  # 1: block columns start on the destination's 64-byte lines
+    int stitch                 # 1: lines straddling two blocks of a strip are finished whole
+    int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
+    int nouter                 # outer dims, outermost first (strides in units)
+    int64_t n[MAX_NDIM]
+    int64_t ds[MAX_NDIM]
+    int64_t ss[MAX_NDIM]
+    int64_t R, C, dp, dq, sp, sq   # the block problem, in units
+    int64_t BR, BC, nbr, nbc       # block extents and block counts per outer index
+    int64_t dst_shift, src_shift   # bytes added to the addresses by the flipped dims
+    int64_t items                  # blocks in all
+    int64_t nbytes                 # bytes written
+
+
+# Tuning, in bytes (set by _tune for experiments; the defaults were measured on this project's
+# 2-core x86-64 machine, see benchmarks/bench_copy.py):
+cdef int64_t _TILE_BYTES = 256          # a transpose tile's row, in each layout
+cdef int64_t _BLOCK_BYTES = 64 * 1024   # a copy block's bytes
+cdef int64_t _THREAD_BYTES = 256 * 1024  # each extra thread needs this many bytes of work
+cdef int64_t _NT_BYTES = 32 * 1024 * 1024  # copies this large write with streaming stores
+cdef int64_t _NOGIL_BYTES = 16 * 1024   # smaller copies keep the GIL (and one thread)
+# transposes through the staging tile: -1 when _staged() says so, 0 never, 1 always
+cdef int _STAGED = -1
+cdef int64_t _STAGE_BYTES = 131072  # the staging tile's size (at most ST_TILE_BUF) ...
+cdef int64_t _STAGE_BIG_FROM = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
+cdef int64_t _NT_RUN_BYTES = 128   # a streamed transpose's destination run per tile row ...
+cdef int64_t _NT_STITCH_BYTES = 512   # ... when rows do not share a line alignment
+cdef int64_t _CHUNKS_PER_THREAD = 8   # a team's blocks are claimed in this many chunks a thread
+
+
+def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
+          stage_bytes=None, nt_run_bytes=None, nt_stitch_bytes=None, chunks_per_thread=None):
+    """Set the copy engine's tuning constants (bytes, and the chunks a thread's share of the
+    blocks is claimed in); return the previous ones. For benchmarks."""
+    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
+    global _NT_RUN_BYTES, _NT_STITCH_BYTES, _CHUNKS_PER_THREAD
+    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES,
+           _NT_RUN_BYTES, _NT_STITCH_BYTES, _CHUNKS_PER_THREAD)
+    if chunks_per_thread is not None:
+        _CHUNKS_PER_THREAD = max(1, int(chunks_per_thread))
+    # Runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
+    # rows of two runs, still fits the staging buffer.
+    if nt_run_bytes is not None:
+        _NT_RUN_BYTES = min(max(64, int(nt_run_bytes) // 64 * 64), <int64_t>ST_TILE_BUF // 32)
+    if nt_stitch_bytes is not None:
+        _NT_STITCH_BYTES = min(max(64, int(nt_stitch_bytes) // 64 * 64),
+                               <int64_t>ST_TILE_BUF // 16)
+    if stage_bytes is not None:
+        _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
+    if staged is not None:
+        _STAGED = -1 if staged == -1 else int(bool(staged))
+    if nt_bytes is not None:
+        _NT_BYTES = int(nt_bytes)
+    if tile_bytes is not None:
+        _TILE_BYTES = max(16, int(tile_bytes))
+    if block_bytes is not None:
+        _BLOCK_BYTES = max(16, int(block_bytes))
+    if thread_bytes is not None:
+        _THREAD_BYTES = max(1, int(thread_bytes))
+    _plan_cache_clear()
+    return old
+
+
+def _overlap_tuning(shift_buffer_bytes=None, max_work=None):
+    """Set the shift buffer's size and the copies' overlap work budget; return the previous
+    (shift_buffer_bytes, max_work). For tests, which force every buffered route on small
+    arrays; not thread-safe against copies running at the same time."""
+    global _SHIFT_BUFFER_BYTES
+    old = (_SHIFT_BUFFER_BYTES, _core._max_work_tuning(max_work))
+    if shift_buffer_bytes is not None:
+        _SHIFT_BUFFER_BYTES = max(1, int(shift_buffer_bytes))
+    _plan_cache_clear()   # cached plans hold overlap decisions made under the old budget
+    return old
+
+
+def _simd(level=None):
+    """The SIMD level the copy kernels use (0: SSE2, 1: + SSSE3, 2: + AVX2); ``level`` lowers it.
+
+    A level above what the CPU has (or a negative one) means all it has. For tests and
+    benchmarks, which run every kernel family on one machine; not thread-safe against copies
+    running at the same time.
+    """
+    if level is None:
+        return st_get_simd()
+    level = st_set_simd(int(level))
+    _plan_cache_clear()   # the planner's choices depend on the level
+    return level
+
+
+cdef inline int64_t _ceil_div_pos(int64_t a, int64_t b) noexcept nogil:
+    return (a + b - 1) // b
+
+
+cdef int _unit_of(int64_t itemsize) noexcept nogil:
+    """Bytes per typed move: the itemsize itself when typed, else its largest power-of-2 part."""
+    if itemsize == 1 or itemsize == 2 or itemsize == 4 or itemsize == 8 or itemsize == 16:
+        return <int>itemsize
+    if itemsize % 8 == 0:
+        return 8
+    if itemsize % 4 == 0:
+        return 4
+    if itemsize % 2 == 0:
+        return 2
+    return 1
+
+
+cdef void _plan_copy(CopyPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                     const int64_t* sstr, int64_t itemsize) noexcept nogil:
+    """Fill P for a non-empty copy. Precondition: byte spans fit int64 (checked by the caller).
+
+    An itemsize without a typed path (3, 6, 12, ...) becomes `k` units of `unit` bytes: an
+    extra innermost dim of k units, unit-stride in both layouts, which then merges with any dim
+    contiguous in both.
+    """
+    cdef int64_t n[MAX_NDIM + 1]
+    cdef int64_t ds[MAX_NDIM + 1]
+    cdef int64_t ss[MAX_NDIM + 1]
+    cdef int64_t tn, td, ts, k
+    cdef int unit = _unit_of(itemsize)
+    cdef int i, j, d = 0, p = -1, q, m
+    k = itemsize // unit
+    P.unit = unit
+    P.dst_shift = 0
+    P.src_shift = 0
+    P.nbytes = itemsize
+    for i in range(nd):
+        P.nbytes *= sizes[i]
+        if sizes[i] == 1:
+            continue
+        n[d] = sizes[i]
+        ds[d] = dstr[i] * k
+        ss[d] = sstr[i] * k
+        if ds[d] < 0:   # walk the destination forwards: flip this dim in both layouts
+            P.dst_shift += (n[d] - 1) * ds[d] * unit
+            P.src_shift += (n[d] - 1) * ss[d] * unit
+            ds[d] = -ds[d]
+            ss[d] = -ss[d]
+        d += 1
+    if k > 1:
+        n[d] = k
+        ds[d] = 1
+        ss[d] = 1
+        d += 1
+    # sort by destination stride, outermost (largest) first; insertion sort, d is small
+    for i in range(1, d):
+        tn, td, ts = n[i], ds[i], ss[i]
+        j = i - 1
+        while j >= 0 and (ds[j] < td or (ds[j] == td and _abs64(ss[j]) < _abs64(ts))):
+            n[j + 1], ds[j + 1], ss[j + 1] = n[j], ds[j], ss[j]
+            j -= 1
+        n[j + 1], ds[j + 1], ss[j + 1] = tn, td, ts
+    # merge dims contiguous in both layouts (outer stride == inner stride * inner size)
+    m = 0
+    for i in range(d):
+        if m > 0 and ds[m - 1] == ds[i] * n[i] and ss[m - 1] == ss[i] * n[i]:
+            n[m - 1] *= n[i]
+            ds[m - 1] = ds[i]
+            ss[m - 1] = ss[i]
+        else:
+            n[m], ds[m], ss[m] = n[i], ds[i], ss[i]
+            m += 1
+    d = m
+    if d == 0:   # a single element
+        n[0], ds[0], ss[0] = 1, 1, 1
+        d = 1
+    q = d - 1
+    P.kind = ST_BLOCK_COPY
+    if ds[q] == 1 and ss[q] != 1 and ss[q] != 0:
+        for i in range(q):
+            if ss[i] == 1:
+                p = i
+                P.kind = ST_BLOCK_TRANSPOSE
+                break
+    if P.kind == ST_BLOCK_COPY and d >= 2:
+        p = d - 2
+    P.C, P.dq, P.sq = n[q], ds[q], ss[q]
+    if p >= 0:
+        P.R, P.dp, P.sp = n[p], ds[p], ss[p]
+    else:
+        P.R, P.dp, P.sp = 1, 0, 0
+    P.nouter = 0
+    for i in range(d):
+        if i != p and i != q:
+            P.n[P.nouter], P.ds[P.nouter], P.ss[P.nouter] = n[i], ds[i], ss[i]
+            P.nouter += 1
+    _plan_blocks(P)
+
+
+cdef inline int64_t _abs64(int64_t v) noexcept nogil:
+    return -v if v < 0 else v
+
+
+cdef inline int64_t _nt_run(int unit) noexcept nogil:
+    """A streamed transpose's destination run per tile row, in bytes. Measured at 64 MiB:
+    128 B (tiles of 1024 x 32 floats) for items of 2 bytes or more, twice that for bytes, whose
+    16 x 16 micro-tiles are slower to fill a taller tile."""
+    return _NT_RUN_BYTES * 2 if unit == 1 else _NT_RUN_BYTES
+
+
+cdef inline int64_t _nt_stitch_run(int unit) noexcept nogil:
+    """A stitched transpose's destination run per tile row, in bytes: longer than _nt_run, as
+    every run costs a carried line (measured at 63 MiB, 4063^2 floats: 0.7x memcpy with runs
+    of 128 B, 0.9x with 512 B), except for bytes, whose tiles then grow too short (0.7x with
+    256 B, 0.6x with 512 B)."""
+    return _NT_STITCH_BYTES // 2 if unit == 1 else _NT_STITCH_BYTES
+
+
+cdef inline bint _nt_whole_rows(const CopyPlan* P) noexcept nogil:
+    """Whether a streamed transpose stages whole destination rows (the block is then one run):
+    for rows back to back of up to 2 runs (measured: NCHW -> NHWC with 64 floats, NCHW32 with
+    doubles, 1.1-1.2x faster than half rows)."""
+    return P.dp == P.C and P.C * P.unit <= 2 * _NT_RUN_BYTES
+
+
+cdef bint _lines_agree(const CopyPlan* P) noexcept nogil:
+    """Whether every destination row, in every outer index, starts at the same offset within a
+    64-byte line, so that block columns aligned on the first row's lines are aligned on all.
+    """
+    cdef int i
+    if (P.dp * P.unit) % 64:
+        return False
+    for i in range(P.nouter):
+        if (P.ds[i] * P.unit) % 64:
+            return False
+    return True
+
+
+cdef bint _staged(const CopyPlan* P) noexcept nogil:
+    """Whether a transpose below the streaming threshold goes through the staging tile, by the
+    destination's row bytes.
+
+    Staging wins where the tile holds many whole short rows: rows of one vector (written in
+    place, in order), 65-256 B for 4- and 8-byte items (NCHW -> NHWC with C = 64 floats,
+    NCHW32) and up to 128 B for 1- and 2-byte items (measured at 64 MiB on the SSE2 tiles).
+    Tiling in place wins on long rows (2-D transposes, C = 256) and, measured again at 4 and
+    16 MiB in both benchmark harnesses, on rows of 17-64 B for 4-byte items (NHWC with
+    C = 16 floats: 1.1-1.3x against 0.7-0.8x memcpy) and of 0.5-2 KiB for bytes (2-D
+    transposes: 0.6-0.7x against 0.4-0.5x). Large copies stream through the tile whatever
+    this says.
+    """
+    cdef int64_t row = P.C * P.unit
+    if _STAGED >= 0:
+        return _STAGED
+    if P.unit >= 4:
+        return row <= 16 or 64 < row <= 256
+    return row <= 128
+
+
+cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
+    """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
+    cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
+    cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
+    # A copy that fits the caches stages through an L1-sized tile; a large one through an
+    # L2-sized one (128 KiB), whose longer runs per row suit DRAM better (both measured: 128 KiB
+    # was 0-15% faster than 64 KiB at 16 and 64 MiB).
+    cdef int64_t room = (_STAGE_BYTES if P.nbytes >= _STAGE_BIG_FROM else
+                         min(_STAGE_BYTES, <int64_t>16384)) // P.unit
+    cdef int i
+    cdef bint stream = _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
+    P.align = 0
+    P.stitch = 0
+    # Streaming stores skip the read-for-ownership of every destination line: a third of a
+    # large copy's memory traffic. They pay off on whole lines written back to back (copies,
+    # fills, and transposes staged in a tile whose rows are whole lines), and cost 1.5-3x when
+    # lines are left partly written (a tile row starting mid-line): measured.
+    P.nt = P.kind == ST_BLOCK_COPY and stream
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream:
+        # Tiles of whole short rows (the block is one run of the destination), or of short
+        # runs of long rows. When every row starts at the same offset in its line, the block
+        # columns are shifted onto the lines (_execute finds the shift from the address, and
+        # the plan keeps a spare column); otherwise a strip of blocks writes the same rows left
+        # to right and the lines straddling two blocks are finished from a carry
+        # (st_stitch_row). Either way every line is streamed whole. (Stitching serves both,
+        # but costs 2x on aligned rows: numpy's large arrays start 16 bytes into a line, and
+        # every run then needs a carry.)
+        P.kind = ST_BLOCK_TBUF
+        P.nt = ST_NT
+        if _nt_whole_rows(P):
+            P.BC = P.C
+            P.BR = min(P.R, max(micro, room // P.BC))
+        elif _lines_agree(P):
+            P.BC = _nt_run(P.unit) // P.unit
+            P.BR = min(P.R, max(micro, room // P.BC))
+            P.align = 1
+        else:
+            P.BC = _nt_stitch_run(P.unit) // P.unit
+            P.BR = min(P.R, max(micro, room // P.BC), <int64_t>ST_STITCH_ROWS)
+            P.stitch = 1
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P):
+        tile = max(micro, _TILE_BYTES // P.unit)
+        P.BR = min(P.R, tile)
+        P.BC = min(P.C, tile)
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
+        # a staging tile of at most ST_TILE_BUF bytes, square unless one side is short
+        P.kind = ST_BLOCK_TBUF
+        tile = max(micro, <int64_t>sqrt(<double>room))
+        tile -= tile % micro
+        P.BC = min(P.C, tile)
+        P.BR = min(P.R, room // P.BC)
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C < micro:
+        # interleaving a few source planes into short destination rows
+        P.BC = P.C
+        P.BR = min(P.R, max(<int64_t>1, per // P.C))
+    else:
+        P.BC = min(P.C, per)
+        P.BR = min(P.R, max(<int64_t>1, per // P.BC))
+    P.nbr = _ceil_div_pos(P.R, P.BR)
+    P.nbc = _ceil_div_pos(P.C, P.BC) + P.align
+    P.items = P.nbr * P.nbc
+    for i in range(P.nouter):
+        P.items *= P.n[i]
+
+
+cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
+                      int64_t hi, int64_t lead) noexcept nogil:
+    """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims).
+
+    With P.align, block column 0 is the ``lead`` columns before the destination's first line
+    boundary, and column k > 0 starts at lead + (k - 1) * BC; empty blocks are skipped. Block
+    columns are the innermost index, so the blocks of one strip (the same rows) run one after
+    another; with P.stitch the first block of a strip or of this share is marked ST_FRESH and
+    the last ST_LAST (see st_stitch_row).
+    """
+    cdef int64_t idx[MAX_NDIM]
+    cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0, width
+    cdef int flags
+    cdef int64_t u = P.unit
+    cdef int i
+    cdef char* scratch = NULL
+    if lo >= hi:
+        return
+    if P.kind == ST_BLOCK_TBUF:
+        scratch = st_scratch()   # this thread's staging tile (thread-local, not on the stack)
+    bc = lo % P.nbc
+    rest = lo // P.nbc
+    br = rest % P.nbr
+    rest = rest // P.nbr
+    for i in range(P.nouter - 1, -1, -1):
+        idx[i] = rest % P.n[i]
+        rest = rest // P.n[i]
+        doff += idx[i] * P.ds[i]
+        soff += idx[i] * P.ss[i]
+    while True:
+        r0 = br * P.BR
+        if not P.align:
+            c0 = bc * P.BC
+            width = min(P.BC, P.C - c0)
+        elif bc == 0:
+            c0 = 0
+            width = min(lead, P.C)
+        else:
+            c0 = lead + (bc - 1) * P.BC
+            width = min(P.BC, P.C - c0)
+        flags = P.nt
+        if P.stitch:
+            flags |= ST_STITCH
+            if bc == 0 or item == lo:
+                flags |= ST_FRESH
+            if bc == P.nbc - 1 or item + 1 == hi:
+                flags |= ST_LAST
+        if width > 0:
+            st_copy_block(P.kind, P.unit,
+                          dst + (doff + r0 * P.dp + c0 * P.dq) * u, P.dp, P.dq,
+                          src + (soff + r0 * P.sp + c0 * P.sq) * u, P.sp, P.sq,
+                          min(P.BR, P.R - r0), width, flags, scratch)
+        item += 1
+        if item >= hi:
+            if P.nt:
+                st_store_fence()
+            return
+        bc += 1
+        if bc < P.nbc:
+            continue
+        bc = 0
+        br += 1
+        if br < P.nbr:
+            continue
+        br = 0
+        i = P.nouter - 1   # odometer step over the outer dims
+        while i >= 0:
+            idx[i] += 1
+            doff += P.ds[i]
+            soff += P.ss[i]
+            if idx[i] < P.n[i]:
+                break
+            doff -= idx[i] * P.ds[i]
+            soff -= idx[i] * P.ss[i]
+            idx[i] = 0
+            i -= 1
+
+
+cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead,
+                     int64_t* next, int64_t chunk) noexcept nogil:
+    """Inside a parallel region: claim chunks of ``chunk`` consecutive blocks from the team's
+    counter ``next`` and run them, until none is left.
+
+    Not a fixed share per thread: on a machine where another process, or another library's
+    OpenMP threads still spinning after their own work, holds a core, the thread that runs
+    late claims fewer chunks instead of holding the whole copy back. (_run_blocks takes any
+    range of blocks: a chunk starts and ends its stitched strips like a share did.)
+    """
+    cdef int64_t lo
+    while True:
+        lo = st_claim(next, chunk)
+        if lo >= P.items:
+            return
+        _run_blocks(P, dst, src, lo, min(lo + chunk, P.items), lead)
+
+
+cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
+    """Run a plan: on one thread below _THREAD_BYTES of work per thread, else on a team."""
+    cdef int64_t useful = P.nbytes // _THREAD_BYTES
+    cdef int nt = nthreads
+    cdef int64_t lead = 0, next = 0, chunk
+    dst += P.dst_shift
+    src += P.src_shift
+    if P.align and <uintptr_t>dst % P.unit == 0:
+        # columns before the first line boundary (rows share it: _lines_agree)
+        lead = ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
+    if useful < nt:
+        nt = <int>max(<int64_t>1, useful)
+    if nt > P.items:
+        nt = <int>P.items
+    if nt <= 1 or not STRIDED_OPENMP_ENABLED or st_forked_child:
+        _run_blocks(P, dst, src, 0, P.items, lead)
+        return
+    chunk = max(<int64_t>1, P.items // (nt * _CHUNKS_PER_THREAD))
+    with parallel(num_threads=nt):
+        _run_share(P, dst, src, lead, &next, chunk)
+
+
+# ---- plan cache ------------------------------------------------------------------------------
+# Repeated copies between the same pair of layouts (a data loader's batches) skip the planner
+# and the destination's exact overlap test: a direct-mapped table keyed by (sizes, dst strides,
+# src strides, itemsize). Read and written with the GIL held; a plan is copied out before the
+# GIL is released, so a slot may be replaced while another thread copies.
+
+cdef enum:
+    _CACHE_SLOTS = 64
+    _CACHE_MAX_ND = 8
+
+ctypedef struct _CacheEntry:
+    int nd                      # -1: empty slot
+    int dst_overlaps
+    int64_t itemsize
+    int64_t key[3 * _CACHE_MAX_ND]
+    CopyPlan plan
+
+cdef _CacheEntry _cache[_CACHE_SLOTS]
+
+
+cdef void _plan_cache_clear() noexcept:
+    cdef int i
+    for i in range(_CACHE_SLOTS):
+        _cache[i].nd = -1
+
+
+_plan_cache_clear()
+
+
+cdef inline uint64_t _mix(uint64_t h, int64_t v) noexcept nogil:
+    h ^= <uint64_t>v
+    return h * <uint64_t>0x100000001b3ULL
+
+
+cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) except -1:
+    """0 when no two elements of the destination share memory; 1 when two do, or when that
+    cannot be decided within the default work budget (spans fit int64)."""
+    cdef int flags = c_flags(nd, sizes, strides), result
+    if flags & (FLAG_PACKED | FLAG_EMPTY):
+        return 0
+    if flags & FLAG_BROADCAST:
+        return 1
+    with nogil:
+        result = c_overlaps(nd, sizes, strides, default_max_work())
+    return result != 0
+
+
+cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
+                   int64_t itemsize, CopyPlan* scratch, const CopyPlan** out) except -1:
+    """Plan a non-empty copy; return 1 when the destination overlaps itself, else 0 and set
+    *out to the plan: a cache slot (valid until the next call: copy it before releasing the
+    GIL) or *scratch for ranks the cache does not hold."""
+    cdef uint64_t h = <uint64_t>0xcbf29ce484222325ULL
+    cdef _CacheEntry* e
+    cdef int i, overlapping
+    if nd > _CACHE_MAX_ND:
+        if _dst_overlaps(nd, sizes, dstr):
+            return 1
+        _plan_copy(scratch, nd, sizes, dstr, sstr, itemsize)
+        out[0] = scratch
+        return 0
+    h = _mix(h, nd)
+    h = _mix(h, itemsize)
+    for i in range(nd):
+        h = _mix(_mix(_mix(h, sizes[i]), dstr[i]), sstr[i])
+    e = &_cache[(h >> 32) % _CACHE_SLOTS]
+    out[0] = &e.plan
+    if e.nd == nd and e.itemsize == itemsize:
+        for i in range(nd):
+            if (e.key[3 * i] != sizes[i] or e.key[3 * i + 1] != dstr[i]
+                    or e.key[3 * i + 2] != sstr[i]):
+                break
+        else:
+            return e.dst_overlaps
+    overlapping = _dst_overlaps(nd, sizes, dstr)
+    if not overlapping:
+        _plan_copy(&e.plan, nd, sizes, dstr, sstr, itemsize)
+    e.nd = nd
+    e.itemsize = itemsize
+    e.dst_overlaps = overlapping
+    for i in range(nd):
+        e.key[3 * i] = sizes[i]
+        e.key[3 * i + 1] = dstr[i]
+        e.key[3 * i + 2] = sstr[i]
+    return overlapping
+
+
+# ---- running a copy --------------------------------------------------------------------------
+
+cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                       int nthreads, const CopyPlan* plan, int64_t dlo, int64_t dhi,
+                       int64_t slo, int64_t shi) except -1:
+    """Run a planned, validated, non-empty copy; exact even when the two share memory.
+
+    ``dlo..dhi`` and ``slo..shi`` are the element spans of the two layouts (c_span, element 0
+    at 0). Precondition: both byte spans fit int64 and the destination does not overlap itself.
+    Layouts whose byte ranges meet but share no byte copy directly; a shift (the same strides
+    at another address) copies in memmove's order through a small buffer; only the rest stage
+    the whole source in a temporary.
+    """
+    cdef CopyPlan own
+    cdef int shared, a, b
+    cdef int64_t delta
+    if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
+            or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
+        shared = 0
+    else:
+        delta = <int64_t>(<intptr_t>src - <intptr_t>dst)
+        with nogil:
+            shared = c_shares(nd, sizes, dstr, itemsize, nd, sizes, sstr, itemsize, delta,
+                              default_max_work())
+    if shared:   # undecided counts as shared: the buffered paths are right either way
+        if _same_strides(nd, sizes, dstr, sstr):
+            if dst != src:   # else the copy is the identity
+                _copy_shifted(dst, src, nd, sizes, dstr, itemsize, nthreads)
+            return 0
+        if dst == src and _swapped_pair(nd, sizes, dstr, sstr, &a, &b):
+            return _copy_swapped(dst, nd, sizes, dstr, sstr, itemsize, nthreads, a, b)
+        return _copy_staged(dst, src, nd, sizes, dstr, sstr, itemsize, nthreads)
+    if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
+        _execute(plan, dst, src, 1)
+        return 0
+    memcpy(&own, plan, sizeof(CopyPlan))   # the cache slot may change once the GIL is free
+    with nogil:
+        _execute(&own, dst, src, nthreads)
+    return 0
+
+
+cdef bint _same_strides(int nd, const int64_t* sizes, const int64_t* a,
+                        const int64_t* b) noexcept nogil:
+    cdef int i
+    for i in range(nd):
+        if sizes[i] > 1 and a[i] != b[i]:
+            return False
+    return True
+
+
+cdef enum:
+    _STAGE_READ = 1    # src -> tmp
+    _STAGE_WRITE = 2   # tmp -> dst
+
+
+cdef void _stage(int parts, char* tmp, char* dst, const char* src, int nd, const int64_t* sizes,
+                 const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                 int nthreads) noexcept nogil:
+    """Copy through ``tmp``, packed in the destination's order: read the source into it
+    (_STAGE_READ), write it to the destination (_STAGE_WRITE), or both in turn. Every buffered
+    route (staged, shifted, swapped tiles) goes through here."""
+    cdef int64_t tstr[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef CopyPlan plan
+    c_physical_order(nd, sizes, dstr, order)
+    c_packed_strides(nd, sizes, order, NULL, tstr)
+    if parts & _STAGE_READ:
+        _plan_copy(&plan, nd, sizes, tstr, sstr, itemsize)
+        _execute(&plan, tmp, src, nthreads)
+    if parts & _STAGE_WRITE:
+        _plan_copy(&plan, nd, sizes, dstr, tstr, itemsize)
+        _execute(&plan, dst, tmp, nthreads)
+
+
+cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
+                      const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
+                      int nthreads) except -1:
+    """Stage the whole source in a packed temporary, then write: the result is the source as
+    it was. The temporary is had before any byte is written."""
+    cdef int64_t count = 0
+    cdef char* tmp
+    c_size(nd, sizes, &count)
+    tmp = <char*>PyMem_RawMalloc(<size_t>(count * itemsize))
+    if tmp == NULL:
+        raise MemoryError(f"no memory for a {count * itemsize}-byte temporary (the source and "
+                          f"destination share memory in an order that no small buffer can "
+                          f"copy); nothing was written")
+    try:
+        with nogil:
+            _stage(_STAGE_READ | _STAGE_WRITE, tmp, dst, src, nd, sizes, dstr, sstr, itemsize,
+                   nthreads)
+    finally:
+        PyMem_RawFree(tmp)
+    return 0
+
+
+# ---- in-place transposes: two equal dims whose strides are swapped, over the same memory ------
+# Destination tile (I, J) of the two dims occupies exactly the memory that holds the source of
+# tile (J, I), and no other tile's: the destination's elements are distinct, and the source
+# reads element (i, j) where the destination keeps (j, i). So each pair of tiles goes through a
+# small buffer (read both, then write both), and the whole transpose needs two tiles of memory.
+
+cdef bint _swapped_pair(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
+                        int* a, int* b) noexcept nogil:
+    """Find dims a != b of equal size with dstr[a] == sstr[b] and dstr[b] == sstr[a], the
+    strides of every other dim equal; False when there is no such pair."""
+    cdef int i
+    a[0] = -1
+    b[0] = -1
+    for i in range(nd):
+        if sizes[i] > 1 and dstr[i] != sstr[i]:
+            if a[0] < 0:
+                a[0] = i
+            elif b[0] < 0:
+                b[0] = i
+            else:
+                return False
+    return (b[0] >= 0 and sizes[a[0]] == sizes[b[0]] and dstr[a[0]] == sstr[b[0]]
+            and dstr[b[0]] == sstr[a[0]])
+
+
+cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* dstr,
+                       const int64_t* sstr, int64_t itemsize, int nthreads, int a,
+                       int b) except -1:
+    """An in-place transpose of dims a and b (see above), through two tiles of memory."""
+    cdef int64_t rest = 1, n = sizes[a], tile, ti, tj, half
+    cdef int64_t blk[MAX_NDIM]
+    cdef char* tmp
+    cdef int i
+    for i in range(nd):
+        if i != a and i != b:
+            rest *= sizes[i]
+    half = _SHIFT_BUFFER_BYTES // 2
+    if rest * itemsize > half:   # one element pair of tiles would not fit: stage it all
+        return _copy_staged(base, base, nd, sizes, dstr, sstr, itemsize, nthreads)
+    tile = <int64_t>sqrt(<double>(half // (rest * itemsize)))
+    tile = max(<int64_t>1, min(tile, n))
+    tmp = <char*>PyMem_RawMalloc(<size_t>(2 * tile * tile * rest * itemsize))
+    if tmp == NULL:
+        raise MemoryError("no memory for the two tiles of an in-place transpose; nothing was "
+                          "written")
+    for i in range(nd):
+        blk[i] = sizes[i]
+    try:
+        with nogil:
+            ti = 0
+            while ti < n:
+                tj = ti
+                while tj < n:
+                    _swap_tiles(tmp, base, nd, blk, dstr, sstr, itemsize, a, b, ti, tj,
+                                min(tile, n - ti), min(tile, n - tj), tile * tile * rest)
+                    tj += tile
+                ti += tile
+    finally:
+        PyMem_RawFree(tmp)
+    return 0
+
+
+cdef void _swap_tiles(char* tmp, char* base, int nd, int64_t* blk, const int64_t* dstr,
+                      const int64_t* sstr, int64_t itemsize, int a, int b, int64_t ti,
+                      int64_t tj, int64_t ni, int64_t nj, int64_t tile_items) noexcept nogil:
+    """Destination tiles (ti, tj) and (tj, ti): stage both sources, then write both."""
+    cdef char* d_ij = base + (ti * dstr[a] + tj * dstr[b]) * itemsize
+    cdef char* d_ji = base + (tj * dstr[a] + ti * dstr[b]) * itemsize
+    cdef const char* s_ij = base + (ti * sstr[a] + tj * sstr[b]) * itemsize
+    cdef const char* s_ji = base + (tj * sstr[a] + ti * sstr[b]) * itemsize
+    cdef char* second = tmp + tile_items * itemsize
+    blk[a] = ni
+    blk[b] = nj
+    _stage(_STAGE_READ, tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, 1)
+    if ti != tj:   # (tj, ti) is staged and written while (ti, tj) waits in tmp
+        blk[a] = nj
+        blk[b] = ni
+        _stage(_STAGE_READ | _STAGE_WRITE, second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, 1)
+        blk[a] = ni
+        blk[b] = nj
+    _stage(_STAGE_WRITE, tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, 1)
+
+
+# ---- shifts: the same strides at another address, copied in memmove's order ------------------
+# With every stride made positive (flipping a dim flips both layouts alike) and the dims sorted
+# outermost first, split the copy into slabs along the outermost dim. When its stride exceeds
+# the extent of the dims below, the slabs are disjoint and ordered in memory, and destination
+# slab x is source slab x moved by delta bytes: it can only meet source slabs on delta's side
+# (y >= x for delta > 0). Walking the slabs from that side, every source slab a write reaches
+# has already been read, except slab x itself. So groups of slabs go through a small buffer
+# (read the group, then write it); a slab larger than the buffer is split the same way, one
+# level down. Memory: _SHIFT_BUFFER_BYTES, however large the copy.
+
+cdef int64_t _SHIFT_BUFFER_BYTES = 256 * 1024   # L2-sized: both passes stay in cache
+
+
+ctypedef struct _Shift:
+    int d                       # dims of size > 1, outermost first
+    int64_t n[MAX_NDIM]
+    int64_t s[MAX_NDIM]         # element strides, > 0
+    int64_t below[MAX_NDIM]     # elements in a slab of dim i (product of the n below it)
+    int64_t itemsize
+    int64_t buffer_items        # elements the buffer holds
+    bint backward               # delta > 0: walk each dim from its end
+    char* tmp
+    int nthreads
+
+
+cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* strides,
+                      int64_t itemsize, char** dst, const char** src) noexcept nogil:
+    """Fill S (and move dst/src to the flipped origin); False when some dim the copy must be
+    split along is interleaved with the dims below it (then only a full temporary is safe)."""
+    cdef int i, d = 0
+    cdef int64_t extent
+    cdef bint disjoint[MAX_NDIM]
+    for i in range(nd):
+        if sizes[i] > 1:
+            S.n[d] = sizes[i]
+            S.s[d] = strides[i]
+            if strides[i] < 0:
+                dst[0] += strides[i] * (sizes[i] - 1) * itemsize
+                src[0] += strides[i] * (sizes[i] - 1) * itemsize
+                S.s[d] = -strides[i]
+            d += 1
+    for i in range(d):   # largest stride first: sort the negated strides ascending
+        S.s[i] = -S.s[i]
+    sort_by(d, S.s, S.n, NULL)
+    for i in range(d):
+        S.s[i] = -S.s[i]
+    S.d = d
+    S.itemsize = itemsize
+    S.buffer_items = max(<int64_t>1, _SHIFT_BUFFER_BYTES // itemsize)
+    extent = 0   # sum of s * (n - 1) of the dims below i
+    for i in range(d - 1, -1, -1):
+        S.below[i] = 1 if i == d - 1 else S.below[i + 1] * S.n[i + 1]
+        disjoint[i] = S.s[i] > extent
+        extent += S.s[i] * (S.n[i] - 1)
+    # The levels _shift_level walks: it splits dim i while one of its slabs exceeds the buffer,
+    # and groups the slabs of the first dim whose slab fits; both need that dim's slabs apart,
+    # unless all of them fit the buffer at once (one group, no order at all).
+    for i in range(d):
+        if S.below[i] * S.n[i] <= S.buffer_items:
+            return True
+        if not disjoint[i]:
+            return False
+        if S.below[i] <= S.buffer_items:
+            return True
+    return True
+
+
+cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src) noexcept nogil:
+    """Copy the slabs of dim `level` (and everything below it) in the safe order."""
+    cdef int64_t n = S.n[level], step = S.s[level] * S.itemsize, group, x0, count, i
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int nd = S.d - level
+    if S.below[level] > S.buffer_items:   # one slab is too big: split it, slab by slab
+        for i in range(n):
+            x0 = n - 1 - i if S.backward else i
+            _shift_level(S, level + 1, dst + x0 * step, src + x0 * step)
+        return
+    group = max(<int64_t>1, S.buffer_items // S.below[level])
+    for i in range(nd):
+        sizes[i] = S.n[level + i]
+    i = 0
+    while i < n:
+        count = min(group, n - i)
+        x0 = n - i - count if S.backward else i
+        sizes[0] = count
+        _stage(_STAGE_READ | _STAGE_WRITE, S.tmp, dst + x0 * step, src + x0 * step, nd, sizes,
+               &S.s[level], &S.s[level], S.itemsize, S.nthreads)
+        i += count
+
+
+cdef int _copy_shifted(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* strides, int64_t itemsize, int nthreads) except -1:
+    """Copy between two layouts of the same strides whose memory meets (a shift)."""
+    cdef _Shift S
+    cdef char* d0 = dst
+    cdef const char* s0 = src
+    if not _plan_shift(&S, nd, sizes, strides, itemsize, &d0, &s0):
+        return _copy_staged(dst, src, nd, sizes, strides, strides, itemsize, nthreads)
+    dst = d0
+    src = s0
+    S.backward = dst > src
+    S.nthreads = nthreads
+    S.tmp = <char*>PyMem_RawMalloc(<size_t>(S.buffer_items * itemsize))
+    if S.tmp == NULL:
+        raise MemoryError(f"no memory for a {S.buffer_items * itemsize}-byte copy buffer; "
+                          f"nothing was written")
+    try:
+        with nogil:
+            if S.d == 0:
+                memcpy(S.tmp, src, <size_t>itemsize)
+                memcpy(dst, S.tmp, <size_t>itemsize)
+            else:
+                _shift_level(&S, 0, dst, src)
+    finally:
+        PyMem_RawFree(S.tmp)
+    return 0
+
+
+# ---- threads, and processes forked after a team ran ------------------------------------------
+# libgomp's thread pool does not survive fork(): in the child, the first parallel region waits
+# forever for threads that only the parent has (torch's own ops hang the same way). Data loaders
+# fork their workers (multiprocessing's default on Linux, torch DataLoader), so a child of a fork
+# runs every copy on one thread. pthread_atfork catches every fork (os.fork, multiprocessing, a
+# fork from C), not only those made through Python; the flag is inherited by grandchildren.
+
+cdef extern from *:
+    """
+    #if defined(__unix__) || defined(__APPLE__)
+    #include <pthread.h>
+    static volatile int st_forked_child = 0;
+    static void st_mark_forked_child(void) { st_forked_child = 1; }
+    static int st_watch_forks(void) {
+        return pthread_atfork(NULL, NULL, st_mark_forked_child);
+    }
+    #else
+    static volatile int st_forked_child = 0;   /* no fork() here */
+    static int st_watch_forks(void) { return 0; }
+    #endif
+    """
+    int st_forked_child
+    int st_watch_forks() noexcept nogil
+
+
+if st_watch_forks() != 0:
+    raise ImportError("strided: pthread_atfork failed; copies in forked children could hang")
+
+
+def in_forked_child():
+    """True in a process made by ``fork()`` after strided was imported: its copies run serially.
+
+    OpenMP's thread team cannot be used after a fork (libgomp waits for the parent's threads),
+    so every copy of such a process runs on one thread, whatever ``num_threads`` says.
+    """
+    return bool(st_forked_child)
+
+
+cdef int _CORES = 1
+try:
+    _CORES = max(1, len(os.sched_getaffinity(0)))
+except (AttributeError, OSError):
+    _CORES = max(1, os.cpu_count() or 1)
+
+cdef enum:
+    _MAX_THREADS = 256
+
+
+cdef int copy_threads(object num_threads) except -1:
+    cdef int64_t v = 0
+    if num_threads is not None:
+        v = as_int64(num_threads, "num_threads")
+        if v < 1:
+            raise ValueError(f"num_threads must be >= 1, or None for the default, got {v}")
+    if st_forked_child:
+        # what a forked child gets (and reports); _execute enforces it for every caller too,
+        # and no OpenMP function is called at all here
+        return 1
+    if num_threads is None:
+        return max(1, min(strided_omp_max_threads(), _CORES))
+    return <int>min(v, <int64_t>_MAX_THREADS)
+
+
+def resolve_threads(num_threads=None):
+    """The number of threads a copy may use.
+
+    ``None`` means the default: OpenMP's (``OMP_NUM_THREADS`` when set), but never more than
+    the cores this process may run on. An explicit count must be an integer >= 1 (counts above
+    256 are treated as 256). A serial build still accepts any count and uses one thread.
+
+    Raises
+    ------
+    TypeError
+        ``num_threads`` is not an integer (a bool included).
+    ValueError
+        ``num_threads`` < 1.
+    """
+    return copy_threads(num_threads)
+
+
+cdef size_t _address(object value, str name) except? 0:
+    """An address: an integer (the rules of _as_int64) that is not negative."""
+    cdef int64_t v = as_int64(value, name)
+    if v < 0:
+        raise ValueError(f"{name} = {v} is not an address")
+    return <size_t>v
+
+
+def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, itemsize,
+                num_threads=None):
+    """Copy a strided tensor between raw addresses (element strides; no bounds checks).
+
+    Element ``index`` is read at ``src_address + dot(index, src_strides) * itemsize`` and
+    written at ``dst_address + dot(index, dst_strides) * itemsize``. Like ``memmove``, this
+    trusts the caller that both layouts lie inside memory it owns; the public
+    :func:`strided.copyto` checks that first. When the two byte ranges intersect, the source is
+    staged in a temporary, so the destination always ends up holding the source's values as
+    they were before the call.
+
+    Raises
+    ------
+    TypeError
+        A non-integer argument.
+    ValueError
+        Negative sizes, mismatched ranks, itemsize < 1, a NULL address for a non-empty copy,
+        num_threads < 1, or a destination whose elements overlap each other (checked before
+        anything is written).
+    OverflowError
+        A byte offset of either layout leaves int64.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t isz, count
+    cdef int nd, n, nthreads
+    cdef size_t dptr, sptr
+    nd = load_ints(sizes, "sizes", sz, True)
+    n = load_ints(dst_strides, "dst_strides", dst, False)
+    if n != nd:
+        raise ValueError(
+            f"dst_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
+    n = load_ints(src_strides, "src_strides", src, False)
+    if n != nd:
+        raise ValueError(
+            f"src_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
+    isz = as_int64(itemsize, "itemsize")
+    if isz < 1:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    nthreads = copy_threads(num_threads)
+    dptr = _address(dst_address, "dst_address")
+    sptr = _address(src_address, "src_address")
+    if c_size(nd, sz, &count):
+        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
+    check_byte_span(nd, sz, dst, isz, "dst_strides")
+    check_byte_span(nd, sz, src, isz, "src_strides")
+    if count == 0:
+        return
+    if dptr == 0 or sptr == 0:
+        raise ValueError(f"{'dst_address' if dptr == 0 else 'src_address'} is NULL (0) but "
+                         f"the copy has {count} elements")
+    # the spans are checked above, so a refusal here is about the destination overlapping itself
+    if copy_elements(<char*>dptr, <const char*>sptr, nd, sz, dst, src, isz, count, nthreads):
+        if c_overlaps(nd, sz, dst, default_max_work()) == OVERLAP_UNDECIDED:
+            raise_too_hard(f"deciding whether the destination (dst_strides {tuple_of(nd, dst)!r}, "
+                           f"sizes {tuple_of(nd, sz)!r}) overlaps itself", default_max_work())
+        raise ValueError(
+            f"the destination overlaps itself: two of its elements share memory (dst_strides "
+            f"{tuple_of(nd, dst)!r}, sizes {tuple_of(nd, sz)!r}), so a copy into it is ambiguous"
+        )
+
+
+cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
+                       const int64_t* dst_strides, const int64_t* src_strides, int64_t itemsize,
+                       int64_t count, int nthreads) except -1:
+    """Copy between two validated memory blocks (element strides; ``count`` elements).
+
+    The one entry of compiled adapters (buffers here, numpy arrays in
+    ``strided.interop._ndarray``): they read an array's address, sizes and strides, and this
+    does the rest. Return 0 when the copy is done, or 1, having written nothing, when it cannot
+    be done as asked: the destination overlaps itself, or a byte offset leaves int64 (strides
+    made up with numpy's ``as_strided``). The caller's slow path then explains the refusal.
+    """
+    cdef CopyPlan scratch
+    cdef const CopyPlan* plan
+    cdef int64_t dlo, dhi, slo, shi
+    if count == 0:
+        return 0
+    if (byte_span_leaves_int64(nd, sizes, dst_strides, itemsize, &dlo, &dhi)
+            or byte_span_leaves_int64(nd, sizes, src_strides, itemsize, &slo, &shi)):
+        return 1
+    if _get_plan(nd, sizes, dst_strides, src_strides, itemsize, &scratch, &plan):
+        return 1
+    _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, plan,
+                  dlo, dhi, slo, shi)
+    return 0
+
+
+cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
+
+
+cdef int _buffer_layout(Py_buffer* view, int64_t count, int64_t* sizes,
+                        int64_t* strides) noexcept:
+    """Element sizes and strides of a buffer of `count` elements; 1 when a stride is not
+    whole elements (then the slow path explains it)."""
+    cdef int i
+    cdef int order[MAX_NDIM]
+    for i in range(view.ndim):
+        sizes[i] = view.shape[i]
+        order[i] = i
+    if view.strides == NULL:
+        c_packed_strides(view.ndim, sizes, order, NULL, strides)
+        return 0
+    for i in range(view.ndim):
+        strides[i] = view.strides[i]
+    return c_element_strides(view.ndim, sizes, strides, view.itemsize, count) != 0
+
+
+def copyto_buffers(dst, src, num_threads=None):
+    """Copy between two buffer-protocol objects (numpy arrays, memoryviews, bytearrays).
+
+    The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
+    False, having written nothing, whenever it cannot decide alone: an object without a buffer,
+    different formats, itemsizes or shapes, a read-only or self-overlapping destination, object
+    references (format ``O``), strides in fractions of an item. The caller then takes the slow
+    path, which explains the refusal. Only a bad ``num_threads`` raises here.
+    """
+    cdef Py_buffer dv, sv
+    cdef bint have_d = False, have_s = False
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dstr[MAX_NDIM]
+    cdef int64_t sstr[MAX_NDIM]
+    cdef int64_t count = 1
+    cdef const char* fd
+    cdef const char* fs
+    cdef int i, nd, nthreads = copy_threads(num_threads)
+    try:
+        try:
+            PyObject_GetBuffer(dst, &dv, PyBUF_RECORDS_RO)
+            have_d = True
+            PyObject_GetBuffer(src, &sv, PyBUF_RECORDS_RO)
+            have_s = True
+        except Exception:
+            return False
+        nd = dv.ndim
+        if dv.readonly or nd != sv.ndim or dv.itemsize != sv.itemsize or dv.itemsize < 1:
+            return False
+        fd = _FORMAT_B
+        if dv.format != NULL:
+            fd = dv.format
+        fs = _FORMAT_B
+        if sv.format != NULL:
+            fs = sv.format
+        # numpy writes unaligned arrays' formats with "=" (standard sizes, native order):
+        # for the single-character codes it uses, that is the same element as "@"/nothing
+        if fd[0] == c'=' or fd[0] == c'@':
+            fd += 1
+        if fs[0] == c'=' or fs[0] == c'@':
+            fs += 1
+        if strcmp(fd, fs) != 0 or strchr(fd, c'O') != NULL:
+            return False
+        for i in range(nd):
+            if dv.shape[i] != sv.shape[i]:
+                return False
+            count *= dv.shape[i]
+        if _buffer_layout(&dv, count, sz, dstr) or _buffer_layout(&sv, count, sz, sstr):
+            return False
+        return copy_elements(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr,
+                             dv.itemsize, count, nthreads) == 0
+    finally:
+        if have_s:
+            PyBuffer_Release(&sv)
+        if have_d:
+            PyBuffer_Release(&dv)

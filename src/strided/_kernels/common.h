@@ -1,0 +1,82 @@
+/* Shared ground of strided's copy kernels: element types of alignment 1, the block kinds and
+ * store flags, and the SIMD level found at run time (st_cpu_init, st_set_simd). Every other
+ * header of _kernels/ includes this one; none knows layouts, validation or threads. */
+#ifndef STRIDED_KERNELS_COMMON_H
+#define STRIDED_KERNELS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+#define ST_HAVE_SSE2 1
+#else
+#define ST_HAVE_SSE2 0
+#endif
+
+/* GCC or Clang on x86: target attributes and __builtin_cpu_supports, for run-time dispatch */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define ST_X86_GNU 1
+#else
+#define ST_X86_GNU 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ST_UNALIGNED __attribute__((aligned(1), may_alias))
+#define ST_INLINE static inline __attribute__((always_inline))
+#else
+#define ST_UNALIGNED
+#define ST_INLINE static __forceinline
+#endif
+
+typedef ptrdiff_t st_idx;
+typedef uint8_t st_t1;
+typedef uint16_t ST_UNALIGNED st_t2;
+typedef uint32_t ST_UNALIGNED st_t4;
+typedef uint64_t ST_UNALIGNED st_t8;
+#if defined(__GNUC__) || defined(__clang__)
+typedef struct __attribute__((packed, may_alias)) { uint64_t lo, hi; } st_t16;
+#else
+#pragma pack(push, 1)
+typedef struct { uint64_t lo, hi; } st_t16;
+#pragma pack(pop)
+#endif
+
+enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below */
+
+/* The `nt` argument of the block kernels is a set of flags. ST_NT: write whole destination
+ * lines with streaming stores. ST_STITCH (transposes through the staging tile): the block is
+ * one of a strip of blocks that write the same destination rows left to right, and a line that
+ * straddles two blocks is finished from a per-row carry (st_stitch_row); ST_FRESH: no carry
+ * from a previous block (the strip, or this thread's share, starts here); ST_LAST: the strip
+ * or the share ends here, so the carries are written out. */
+enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8 };
+
+/* ---- what the CPU offers ------------------------------------------------------------------ */
+/* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target
+ * attributes and are called only when st_simd says the CPU has them. st_cpu_init() sets it
+ * once, when _copy is imported (before any thread copies); st_set_simd() lowers it, so tests
+ * and benchmarks can run every level on one machine. 0: SSE2, 1: + SSSE3, 2: + AVX2. */
+static int st_simd = 0, st_simd_found = 0;
+
+static int st_cpu_init(void)
+{
+#if ST_X86_GNU
+    __builtin_cpu_init();
+    st_simd_found = !__builtin_cpu_supports("ssse3") ? 0 : !__builtin_cpu_supports("avx2") ? 1 : 2;
+#endif
+    st_simd = st_simd_found;
+    return st_simd_found;
+}
+
+/* Use at most `level` (negative: all the CPU has); returns the level now in use. */
+static int st_set_simd(int level)
+{
+    st_simd = level < 0 || level > st_simd_found ? st_simd_found : level;
+    return st_simd;
+}
+
+static int st_get_simd(void) { return st_simd; }
+
+#endif /* STRIDED_KERNELS_COMMON_H */

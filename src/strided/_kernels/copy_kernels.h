@@ -1,0 +1,121 @@
+/* Block kernels of strided's copy engine: the innermost two loops of a strided copy.
+ *
+ * The planner in _copy.pyx reduces every copy to an outer loop over blocks of a 2-D problem
+ *
+ *     dst[r * dp + c * dq] = src[r * sp + c * sq]      (0 <= r < R, 0 <= c < C, element strides)
+ *
+ * and calls st_copy_block() once per block. This header only moves bytes: it knows nothing of
+ * layouts, validation or threads. Two block kinds exist:
+ *
+ *   ST_BLOCK_COPY       any strides; rows are memcpy'd when both sides are unit-stride, filled
+ *                       when the source repeats (sq == 0), gathered/scattered otherwise;
+ *   ST_BLOCK_TRANSPOSE  dq == 1 and sp == 1: the destination's rows are the source's columns.
+ *                       Square micro-tiles of one 16-byte vector per row are transposed in
+ *                       registers (SSE2 unpack rounds, or plain C the compiler vectorises);
+ *                       short extents (C or R below the micro-tile) use interleave loops with
+ *                       the extent a compile-time constant.
+ *
+ * Items of 1, 2, 4, 8 and 16 bytes have typed paths; the planner rewrites other itemsizes as
+ * runs of one of these. Every access goes through a type of alignment 1 (GCC/Clang) or memcpy,
+ * so no path assumes aligned memory.
+ */
+#ifndef STRIDED_COPY_KERNELS_H
+#define STRIDED_COPY_KERNELS_H
+
+/* One header per family; this one only dispatches a block to them. */
+#include "common.h"
+#include "blocks.h"
+#include "transpose.h"
+#include "interleave.h"
+
+/* This thread's staging tile: thread-local (a dynamic TLS block, allocated once per thread by
+ * the C runtime), so neither small thread stacks nor a malloc per copy are involved. */
+#if defined(_MSC_VER)
+#define ST_THREAD_LOCAL __declspec(thread)
+#else
+#define ST_THREAD_LOCAL _Thread_local
+#endif
+static char *st_scratch(void)
+{
+    /* the tile, then ST_STITCH_ROWS carries of one line, then their byte counts */
+    static ST_THREAD_LOCAL union {
+        char b[ST_TILE_BUF + ST_STITCH_ROWS * (64 + sizeof(int))];
+        uint64_t align_;
+    } tile;
+    return tile.b;
+}
+
+/* One block of the plan (strides in elements of `itemsize` bytes, itemsize 1/2/4/8/16).
+ * ST_BLOCK_TBUF blocks fit the staging tile `scratch` (ST_TILE_BUF bytes, st_scratch()) and
+ * span a micro-tile each way; without scratch they are transposed in place, which is correct
+ * for any block. */
+enum { ST_BLOCK_TBUF = 2 };
+
+static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, st_idx dq,
+                                 const char *src, st_idx sp, st_idx sq, st_idx R, st_idx C,
+                                 int nt, char *scratch)
+{
+    if (kind == ST_BLOCK_TBUF && scratch == NULL)
+        kind = ST_BLOCK_TRANSPOSE;
+    if (kind == ST_BLOCK_TBUF) {
+#if ST_HAVE_AVX2_DISPATCH
+        if (st_simd >= 2 && itemsize == 4 && ST_AVX2_FITS(R, C, 8)) {
+            st_tbuf_4_avx2(dst, dp, src, sq, R, C, nt, scratch);
+            return;
+        }
+        if (st_simd >= 2 && itemsize == 8 && ST_AVX2_FITS(R, C, 4)) {
+            st_tbuf_8_avx2(dst, dp, src, sq, R, C, nt, scratch);
+            return;
+        }
+#endif
+        switch (itemsize) {
+            case 1: st_tbuf_1(dst, dp, src, sq, R, C, nt, scratch); return;
+            case 2: st_tbuf_2(dst, dp, src, sq, R, C, nt, scratch); return;
+            case 4: st_tbuf_4(dst, dp, src, sq, R, C, nt, scratch); return;
+            case 8: st_tbuf_8(dst, dp, src, sq, R, C, nt, scratch); return;
+            default: st_tbuf_16(dst, dp, src, sq, R, C, nt, scratch); return;
+        }
+    }
+    if (kind == ST_BLOCK_TRANSPOSE) {
+#if ST_HAVE_SSSE3_DISPATCH
+        if (itemsize == 1 && sq == R && R >= 2 && R <= 4 && st_has_ssse3()) {
+            st_idx done = st_planes_ssse3(dst, dp, src, R, C);
+            dst += done;
+            src += done * R;
+            C -= done;
+        }
+#endif
+        if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {
+            st_idx done = st_interleave_bytes(dst, src, sq, R, C);
+            dst += done * C;
+            src += done;
+            R -= done;
+        }
+#if ST_HAVE_AVX2_DISPATCH
+        if (st_simd >= 2 && itemsize == 4 && ST_AVX2_FITS(R, C, 8)) {
+            st_transpose_4_avx2(dst, dp, src, sq, R, C);
+            return;
+        }
+        if (st_simd >= 2 && itemsize == 8 && ST_AVX2_FITS(R, C, 4)) {
+            st_transpose_8_avx2(dst, dp, src, sq, R, C);
+            return;
+        }
+#endif
+        switch (itemsize) {
+            case 1: st_transpose_1(dst, dp, src, sq, R, C); return;
+            case 2: st_transpose_2(dst, dp, src, sq, R, C); return;
+            case 4: st_transpose_4(dst, dp, src, sq, R, C); return;
+            case 8: st_transpose_8(dst, dp, src, sq, R, C); return;
+            default: st_transpose_16(dst, dp, src, sq, R, C); return;
+        }
+    }
+    switch (itemsize) {
+        case 1: st_copy_1(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        case 2: st_copy_2(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        case 4: st_copy_4(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        case 8: st_copy_8(dst, dp, dq, src, sp, sq, R, C, nt); return;
+        default: st_copy_16(dst, dp, dq, src, sp, sq, R, C, nt); return;
+    }
+}
+
+#endif /* STRIDED_COPY_KERNELS_H */

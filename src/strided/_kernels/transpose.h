@@ -1,0 +1,306 @@
+/* Transposes: in-register micro-transposes (SSE2 unpack rounds, or plain C), transposed
+ * blocks, transposed blocks through the L1 staging tile, and the AVX2 micro-tiles chosen at
+ * run time. */
+#ifndef STRIDED_KERNELS_TRANSPOSE_H
+#define STRIDED_KERNELS_TRANSPOSE_H
+
+#include "common.h"
+#include "blocks.h"
+
+/* ---- in-register micro-transposes ------------------------------------------------------- */
+/* M x M tiles, M = 16 / itemsize: M source rows (stride ss) of one vector each become M
+ * destination rows (stride ds). Round k pairs vector i with vector i + M/2 by an unpack of the
+ * element width: read as a bit string (row bits | column bits), each round rotates the string
+ * by one bit, so log2(M) rounds exchange rows and columns. */
+
+#if ST_HAVE_SSE2
+#define ST_LOADU(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define ST_STOREU(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+
+#define ST_ROUND(M, LO, HI)                                                                   \
+    do {                                                                                      \
+        int i_;                                                                               \
+        for (i_ = 0; i_ < (M) / 2; i_++) {                                                    \
+            b[2 * i_] = LO(a[i_], a[i_ + (M) / 2]);                                           \
+            b[2 * i_ + 1] = HI(a[i_], a[i_ + (M) / 2]);                                       \
+        }                                                                                     \
+        for (i_ = 0; i_ < (M); i_++) a[i_] = b[i_];                                           \
+    } while (0)
+
+ST_INLINE void st_micro_1(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    __m128i a[16], b[16];
+    int i;
+    for (i = 0; i < 16; i++) a[i] = ST_LOADU(s + i * ss);
+    ST_ROUND(16, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+    ST_ROUND(16, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+    ST_ROUND(16, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+    ST_ROUND(16, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+    for (i = 0; i < 16; i++) ST_STOREU(d + i * ds, a[i]);
+}
+
+ST_INLINE void st_micro_2(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    __m128i a[8], b[8];
+    int i;
+    for (i = 0; i < 8; i++) a[i] = ST_LOADU(s + i * ss * 2);
+    ST_ROUND(8, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+    ST_ROUND(8, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+    ST_ROUND(8, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+    for (i = 0; i < 8; i++) ST_STOREU(d + i * ds * 2, a[i]);
+}
+
+ST_INLINE void st_micro_4(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    __m128i a[4], b[4];
+    int i;
+    for (i = 0; i < 4; i++) a[i] = ST_LOADU(s + i * ss * 4);
+    ST_ROUND(4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+    ST_ROUND(4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+    for (i = 0; i < 4; i++) ST_STOREU(d + i * ds * 4, a[i]);
+}
+
+ST_INLINE void st_micro_8(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    __m128i a0 = ST_LOADU(s), a1 = ST_LOADU(s + ss * 8);
+    ST_STOREU(d, _mm_unpacklo_epi64(a0, a1));
+    ST_STOREU(d + ds * 8, _mm_unpackhi_epi64(a0, a1));
+}
+#else
+/* Portable micro-tiles: the same data movement in plain C. */
+#define ST_DEFINE_MICRO(T, M, NAME)                                                           \
+ST_INLINE void NAME(const char *s, st_idx ss, char *d, st_idx ds)                             \
+{                                                                                             \
+    T t[M][M];                                                                                \
+    int i, j;                                                                                 \
+    for (i = 0; i < M; i++)                                                                   \
+        for (j = 0; j < M; j++) t[i][j] = ((const T *)s)[i * ss + j];                         \
+    for (j = 0; j < M; j++)                                                                   \
+        for (i = 0; i < M; i++) ((T *)d)[j * ds + i] = t[i][j];                               \
+}
+ST_DEFINE_MICRO(st_t1, 16, st_micro_1)
+ST_DEFINE_MICRO(st_t2, 8, st_micro_2)
+ST_DEFINE_MICRO(st_t4, 4, st_micro_4)
+ST_DEFINE_MICRO(st_t8, 2, st_micro_8)
+#endif
+
+ST_INLINE void st_micro_16(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    (void)ss; (void)ds;
+    memcpy(d, s, 16);
+}
+
+/* ---- transposed blocks ------------------------------------------------------------------ */
+/* dst[r * dp + c] = src[r + c * sq]. Full M x M tiles go through the micro-kernel; the ragged
+ * edges, and blocks narrower than a tile, through the interleave loops below, which the
+ * compiler unrolls for the small constant extents that matter (C = 2, 3, 4: RGB(A) pixels,
+ * NCHW4 lanes). */
+
+#define ST_EDGE(T)                                                                            \
+    for (r = r0; r < r1; r++)                                                                 \
+        for (c = c0; c < c1; c++) d[r * dp + c] = s[r + c * sq];
+
+#define ST_INTERLEAVE_CASE(T, K)                                                              \
+    case K:                                                                                   \
+        for (r = 0; r < R; r++) {                                                             \
+            T *o = d + r * dp;                                                                \
+            int k_;                                                                           \
+            for (k_ = 0; k_ < K; k_++) o[k_] = s[r + k_ * sq];                                \
+        }                                                                                     \
+        return;
+
+#define ST_DEINTERLEAVE_CASE(T, K)                                                            \
+    case K:                                                                                   \
+        for (c = 0; c < C; c++) {                                                             \
+            const T *i_ = s + c * sq;                                                         \
+            int k_;                                                                           \
+            for (k_ = 0; k_ < K; k_++) d[k_ * dp + c] = i_[k_];                               \
+        }                                                                                     \
+        return;
+
+#define ST_DEFINE_TRANSPOSE(T, M, MICRO, NAME, ATTR)                                          \
+ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C) \
+{                                                                                             \
+    T *d = (T *)dst;                                                                          \
+    const T *s = (const T *)src;                                                              \
+    st_idx r, c, r0, c0, r1, c1;                                                              \
+    if (C < M) {                                                                              \
+        switch (C) {                                                                          \
+            ST_INTERLEAVE_CASE(T, 1)                                                          \
+            ST_INTERLEAVE_CASE(T, 2)                                                          \
+            ST_INTERLEAVE_CASE(T, 3)                                                          \
+            ST_INTERLEAVE_CASE(T, 4)                                                          \
+            default: break;                                                                   \
+        }                                                                                     \
+    }                                                                                         \
+    if (R < M) {                                                                              \
+        switch (R) {                                                                          \
+            ST_DEINTERLEAVE_CASE(T, 1)                                                        \
+            ST_DEINTERLEAVE_CASE(T, 2)                                                        \
+            ST_DEINTERLEAVE_CASE(T, 3)                                                        \
+            ST_DEINTERLEAVE_CASE(T, 4)                                                        \
+            default: break;                                                                   \
+        }                                                                                     \
+    }                                                                                         \
+    for (r0 = 0; r0 + M <= R; r0 += M) {                                                      \
+        for (c0 = 0; c0 + M <= C; c0 += M)                                                    \
+            MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(d + r0 * dp + c0), dp);      \
+        r1 = r0 + M; c1 = C;                                                                  \
+        ST_EDGE(T)                                                                            \
+    }                                                                                         \
+    r1 = R; c0 = 0; c1 = C;                                                                   \
+    ST_EDGE(T)                                                                                \
+}
+
+ST_DEFINE_TRANSPOSE(st_t1, 16, st_micro_1, st_transpose_1, )
+ST_DEFINE_TRANSPOSE(st_t2, 8, st_micro_2, st_transpose_2, )
+ST_DEFINE_TRANSPOSE(st_t4, 4, st_micro_4, st_transpose_4, )
+ST_DEFINE_TRANSPOSE(st_t8, 2, st_micro_8, st_transpose_8, )
+ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16, )
+
+/* ---- transposed blocks through an L1 staging tile ---------------------------------------- */
+/* For blocks of at least one micro-tile each way. The source's rows are consumed whole lines
+ * at a time (micro-tiles walk down the source's unit dim), the transposed micro-tiles land in
+ * a dense thread-local tile, and the tile's rows are then written out as contiguous runs, in
+ * whole lines, streaming when asked. Source rows whose stride aliases in L1 (multiples of
+ * ST_ALIAS_BYTES) go through a one-line-per-row buffer first (measured, in C, on 8192^2
+ * bytes: 0.44x -> 0.8x memcpy; on an 8256-byte stride, where nothing aliases, the copy costs
+ * 0-8%, so only aliasing strides take it). */
+#define ST_TILE_BUF 131072
+#define ST_LINE 64            /* bytes in a cache line */
+#define ST_LINE_OF(T) ((st_idx)(ST_LINE / sizeof(T)))
+#ifndef ST_ALIAS_BYTES
+#define ST_ALIAS_BYTES 2048   /* row strides that are multiples of this share 1-2 L1 sets */
+#endif
+#ifndef ST_DIRECT_ROW
+#define ST_DIRECT_ROW 16   /* destination rows this short are written in place, in order */
+#endif
+
+#define ST_DEFINE_BUFFERED(T, M, MICRO, NAME, ATTR)                                           \
+ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C,  \
+                      int nt, char *scratch)                                                  \
+{                                                                                             \
+    T *d = (T *)dst;                                                                          \
+    const T *s = (const T *)src;                                                              \
+    T *buf = dp == C && C * (st_idx)sizeof(T) <= ST_DIRECT_ROW ? d : (T *)(void *)scratch;     \
+    st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
+    if (buf == d) {                                                                           \
+        /* one vector per destination row, rows back to back: write them in order */        \
+        for (r0 = 0; r0 < rf; r0 += M)                                                        \
+            for (c0 = 0; c0 < cf; c0 += M)                                                    \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+    } else if ((sq * (st_idx)sizeof(T)) % ST_ALIAS_BYTES == 0 && rf >= ST_LINE_OF(T)) {       \
+        /* Source rows a multiple of 2 KiB apart share one or two L1 sets, so the M lines a    \
+         * micro-tile reads evict each other before the next micro-tiles read the rest of      \
+         * them: copy M rows of one line each to a dense buffer, and transpose from there.     \
+         */                                                                                   \
+        T lb[(M) * (ST_LINE / sizeof(T))];                                                    \
+        const st_idx L = ST_LINE_OF(T), rl = rf - rf % L;                                     \
+        st_idx i, k;                                                                          \
+        for (c0 = 0; c0 < cf; c0 += M) {                                                      \
+            for (r0 = 0; r0 < rl; r0 += L) {                                                  \
+                for (i = 0; i < M; i++)                                                       \
+                    memcpy(lb + i * L, s + r0 + (c0 + i) * sq, ST_LINE);                      \
+                for (k = 0; k < L; k += M)                                                    \
+                    MICRO((const char *)(lb + k), L, (char *)(buf + (r0 + k) * C + c0), C);   \
+            }                                                                                 \
+            for (; r0 < rf; r0 += M)                                                          \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+        }                                                                                     \
+    } else {                                                                                  \
+        for (c0 = 0; c0 < cf; c0 += M)                                                        \
+            for (r0 = 0; r0 < rf; r0 += M)                                                    \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+    }                                                                                         \
+    for (c = 0; c < cf; c++)                                                                  \
+        for (r = rf; r < R; r++) buf[r * C + c] = s[r + c * sq];                              \
+    for (c = cf; c < C; c++)                                                                  \
+        for (r = 0; r < R; r++) buf[r * C + c] = s[r + c * sq];                               \
+    if (buf == d)                                                                             \
+        return;                                                                               \
+    if (nt & ST_STITCH) {                                                                     \
+        char *carry = scratch + ST_TILE_BUF;                                                  \
+        int *kept = (int *)(void *)(carry + 64 * ST_STITCH_ROWS);                             \
+        for (r = 0; r < R; r++)                                                               \
+            st_stitch_row((char *)(d + r * dp), (const char *)(buf + r * C),                  \
+                          (size_t)C * sizeof(T), carry + 64 * r, kept + r, nt);               \
+        return;                                                                               \
+    }                                                                                         \
+    if (dp == C) {   /* the block is one contiguous run of the destination */                 \
+        st_store_row(dst, (const char *)buf, (size_t)(R * C) * sizeof(T), nt);                \
+        return;                                                                               \
+    }                                                                                         \
+    for (r = 0; r < R; r++)                                                                   \
+        st_store_row((char *)(d + r * dp), (const char *)(buf + r * C),                       \
+                     (size_t)C * sizeof(T), nt);                                              \
+}
+
+ST_DEFINE_BUFFERED(st_t1, 16, st_micro_1, st_tbuf_1, )
+ST_DEFINE_BUFFERED(st_t2, 8, st_micro_2, st_tbuf_2, )
+ST_DEFINE_BUFFERED(st_t4, 4, st_micro_4, st_tbuf_4, )
+ST_DEFINE_BUFFERED(st_t8, 2, st_micro_8, st_tbuf_8, )
+ST_DEFINE_BUFFERED(st_t16, 1, st_micro_16, st_tbuf_16, )
+
+/* ---- AVX2 micro-tiles, chosen at run time ------------------------------------------------- */
+/* One 32-byte vector per row: 8 x 8 tiles of 4-byte items, 4 x 4 of 8-byte ones. Twice the
+ * work of an SSE2 tile per shuffle, and the source is read 32 bytes per row: a streamed 4096^2
+ * float32 transpose ran 1.3-1.4x faster with these than with the SSE2 tiles (C prototype). The
+ * functions carry target("avx2"), so the rest of the module still runs on any x86-64;
+ * st_copy_block calls them only when the CPU has AVX2 (st_cpu_init). */
+#if ST_HAVE_SSE2 && ST_X86_GNU
+#include <immintrin.h>
+#define ST_HAVE_AVX2_DISPATCH 1
+#define ST_AVX2 __attribute__((target("avx2")))
+
+ST_AVX2 static inline __attribute__((always_inline))
+void st_micro_4_avx2(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    const float *f = (const float *)(const void *)s;
+    float *o = (float *)(void *)d;
+    __m256 r[8], t[8], u[8];
+    int i;
+    for (i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(f + i * ss);
+    for (i = 0; i < 4; i++) {          /* pairs of rows: (0 1) (2 3) (4 5) (6 7) */
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 2; i++) {          /* pairs of pairs, within each 128-bit lane */
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (i = 0; i < 4; i++) {          /* the lanes: rows 0-3 with rows 4-7 */
+        _mm256_storeu_ps(o + i * ds, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps(o + (i + 4) * ds, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
+}
+
+ST_AVX2 static inline __attribute__((always_inline))
+void st_micro_8_avx2(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    const double *f = (const double *)(const void *)s;
+    double *o = (double *)(void *)d;
+    __m256d r0 = _mm256_loadu_pd(f), r1 = _mm256_loadu_pd(f + ss);
+    __m256d r2 = _mm256_loadu_pd(f + 2 * ss), r3 = _mm256_loadu_pd(f + 3 * ss);
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(o + ds, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(o + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(o + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
+/* The AVX2 kernels leave ragged edges (below their M x M tiles) to scalar loops, where the
+ * SSE2 ones have half-size tiles: AVX2 only when the edges are a small part of the block. */
+#define ST_AVX2_FITS(R, C, M) ((R) >= (M) && (C) >= (M) && ((C) % (M) == 0 || (C) >= 4 * (M)))
+
+ST_DEFINE_TRANSPOSE(st_t4, 8, st_micro_4_avx2, st_transpose_4_avx2, ST_AVX2)
+ST_DEFINE_TRANSPOSE(st_t8, 4, st_micro_8_avx2, st_transpose_8_avx2, ST_AVX2)
+ST_DEFINE_BUFFERED(st_t4, 8, st_micro_4_avx2, st_tbuf_4_avx2, ST_AVX2)
+ST_DEFINE_BUFFERED(st_t8, 4, st_micro_8_avx2, st_tbuf_8_avx2, ST_AVX2)
+#else
+#define ST_HAVE_AVX2_DISPATCH 0
+#endif
+
+#endif /* STRIDED_KERNELS_TRANSPOSE_H */

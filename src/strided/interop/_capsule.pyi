@@ -1,0 +1,32 @@
+"""Type stubs for the compiled DLPack capsule module ``strided.interop._capsule``."""
+
+from collections.abc import Sequence
+from typing import Any, SupportsIndex
+
+_Dims = Sequence[SupportsIndex] | SupportsIndex
+
+DLPACK_VERSION: tuple[int, int]
+
+class DLPackTensor:
+    data: int
+    byte_offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    device: tuple[int, int]
+    dtype: tuple[int, int, int]
+    readonly: bool
+    version: tuple[int, int] | None
+
+def consume_dlpack(capsule: Any) -> DLPackTensor: ...
+def make_dlpack_capsule(
+    owner: Any,
+    data: int,
+    byte_offset: int,
+    sizes: _Dims,
+    strides: _Dims,
+    device: tuple[int, int],
+    dtype: tuple[int, int, int],
+    *,
+    readonly: bool = ...,
+    version: tuple[int, int] | None = ...,
+) -> Any: ...
