@@ -23,7 +23,6 @@ from strategies import source_strides
 from test_copy_core import placed, random_bytes, view_over
 
 import strided
-from strided.formats import blocked_view
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
@@ -244,7 +243,7 @@ def test_blocked_buffer_read_through_the_5d_view(fmt):
     block, _ = block_of(fmt)
     x = logical(2, 2 * block, 3, 5, "<f4")
     y = strided.to_blocked(x, fmt)
-    v = strided.view(y.reshape(-1), blocked_view(x.shape, fmt, itemsize=4))
+    v = strided.view(y.reshape(-1), strided.Layout.blocked_view(x.shape, fmt, itemsize=4))
     np.testing.assert_array_equal(v, x.reshape(2, 2, block, 3, 5))
 
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as hst
 
 import strided as st
-from strided.formats import blocked_shape, blocked_view, parse_blocked
+from strided.formats import blocked_shape, parse_blocked
 
 BIG = 2**63
 L23 = st.Layout((2, 3))
@@ -432,7 +432,7 @@ def test_blocked_errors():
     with raises(ValueError, "NCHW4", "rank 3"):
         blocked_shape((1, 2, 3), "NCHW4")
     with raises(ValueError, "C = 6", "4"):
-        blocked_view((1, 6, 2, 2), "NCHW4")
+        st.Layout.blocked_view((1, 6, 2, 2), "NCHW4")
     with pytest.raises(TypeError):
         parse_blocked(4)
 
@@ -494,7 +494,7 @@ def test_garbage_to_layout_methods(arg):
         lambda: L.broadcast_to(arg),
         lambda: L.buffer_size(arg),
         lambda: blocked_shape(arg, "NCHW4"),
-        lambda: blocked_view(arg, "NCHW4"),
+        lambda: st.Layout.blocked_view(arg, "NCHW4"),
         lambda: blocked_shape((1, 4, 2, 2), arg),
     ):
         try:

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as hst
 
 import strided as st
-from strided.formats import blocked_layout, blocked_shape, blocked_view, parse_blocked
+from strided.formats import blocked_shape, parse_blocked
 
 # ---- element offsets -----------------------------------------------------------------------
 
@@ -347,8 +347,8 @@ def test_blocked_shapes():
     assert blocked_shape((2, 16, 3, 3), "nChw16c") == (2, 1, 3, 3, 16)
     assert blocked_shape((1, 33, 1, 1), "NCHW32") == (1, 2, 1, 1, 32)
     assert blocked_shape((1, 0, 1, 1), "NCHW4") == (1, 0, 1, 1, 4)
-    assert blocked_layout((1, 8, 2, 2), "NCHW4").strides == (32, 16, 8, 4, 1)
-    assert blocked_layout((1, 8, 2, 2), "NCHW4", itemsize=2).byte_strides == (64, 32, 16, 8, 2)
+    assert st.Layout.blocked((1, 8, 2, 2), "NCHW4").strides == (32, 16, 8, 4, 1)
+    assert st.Layout.blocked((1, 8, 2, 2), "NCHW4", itemsize=2).byte_strides == (64, 32, 16, 8, 2)
     assert parse_blocked("nChw16c").block == 16
     assert parse_blocked("CHWN4").chwn
 
@@ -375,7 +375,7 @@ def test_blocked_view_matches_numpy(sizes, fmt):
     assert blocked_shape(sizes, fmt) == phys_shape
     phys = np.arange(math.prod(phys_shape)).reshape(phys_shape)
     for itemsize in (1, 4):
-        V = blocked_view(sizes, fmt, itemsize=itemsize)
+        V = st.Layout.blocked_view(sizes, fmt, itemsize=itemsize)
         assert V.sizes == (n, c // x, x, h, w)
         assert V.itemsize == itemsize
         assert V.is_packed
@@ -384,7 +384,7 @@ def test_blocked_view_matches_numpy(sizes, fmt):
             phys_index = (ci // x, hi, wi, ni, ci % x) if chwn else (ni, ci // x, hi, wi, ci % x)
             assert V.offset_of((ni, ci // x, ci % x, hi, wi)) == phys[phys_index]
     # the same through numpy: a strided view of phys equals phys transposed
-    V = blocked_view(sizes, fmt, itemsize=phys.itemsize)
+    V = st.Layout.blocked_view(sizes, fmt, itemsize=phys.itemsize)
     view = np.lib.stride_tricks.as_strided(phys, V.sizes, V.byte_strides)
     axes = (3, 0, 4, 1, 2) if chwn else (0, 1, 4, 2, 3)
     np.testing.assert_array_equal(view, phys.transpose(axes))
@@ -403,12 +403,12 @@ def test_blocked_view_matches_numpy(sizes, fmt):
 )
 def test_blocked_view_needs_whole_blocks(sizes, fmt):
     with pytest.raises(ValueError, match=f"C = {sizes[1]}"):
-        blocked_view(sizes, fmt)
+        st.Layout.blocked_view(sizes, fmt)
 
 
 def test_blocked_view_physical_layout_offsets_cover_buffer():
     # C % x == 0: the view reaches every element of the physical buffer exactly once
-    V = blocked_view((2, 8, 3, 3), "NCHW4")
-    phys = blocked_layout((2, 8, 3, 3), "NCHW4")
+    V = st.Layout.blocked_view((2, 8, 3, 3), "NCHW4")
+    phys = st.Layout.blocked((2, 8, 3, 3), "NCHW4")
     offs = sorted(V.offset_of(ix) for ix in itertools.product(*map(range, V.sizes)))
     assert offs == list(range(phys.size))

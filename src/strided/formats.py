@@ -26,19 +26,15 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from strided import _core
-
-if TYPE_CHECKING:
-    from strided.layout import Layout
 
 __all__ = [
     "CANONICAL",
     "BlockedFormat",
-    "blocked_layout",
     "blocked_shape",
-    "blocked_view",
+    "blocked_view_strides",
     "label_order",
     "matching_labels",
     "packed_strides",
@@ -376,24 +372,10 @@ def blocked_shape(sizes: Sequence[int], fmt: str | BlockedFormat) -> tuple[int, 
     return parse_blocked(fmt).physical_shape(sizes)
 
 
-def blocked_layout(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: int = 1) -> Layout:
-    """The packed physical layout (rank 5) of a blocked format.
-
-    Examples
-    --------
-    >>> blocked_layout((1, 8, 2, 2), "NCHW4").strides
-    (32, 16, 8, 4, 1)
-    """
-    from strided.layout import Layout
-
-    return Layout(blocked_shape(sizes, fmt), itemsize=itemsize)
-
-
-def blocked_view(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: int = 1) -> Layout:
-    """The rank-5 strided view ``(N, C/x, x, H, W)`` of a blocked buffer, when ``C % x == 0``.
-
-    Channel ``c`` of the logical tensor is ``[n, c // x, c % x, h, w]`` of the view. No rank-4
-    view exists: the offset of channel ``c`` is not linear in ``c``.
+def blocked_view_strides(sizes: Sequence[int],
+                         fmt: str | BlockedFormat) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Sizes and element strides of the rank-5 view ``(N, C/x, x, H, W)`` of a packed blocked
+    buffer, when ``C % x == 0``: the arithmetic of :meth:`strided.Layout.blocked_view`.
 
     Raises
     ------
@@ -402,11 +384,9 @@ def blocked_view(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: in
 
     Examples
     --------
-    >>> blocked_view((2, 8, 3, 3), "NCHW4").strides
-    (72, 36, 1, 12, 4)
+    >>> blocked_view_strides((2, 8, 3, 3), "NCHW4")
+    ((2, 2, 4, 3, 3), (72, 36, 1, 12, 4))
     """
-    from strided.layout import Layout
-
     spec = parse_blocked(fmt)
     sizes = _nchw(sizes, spec.name)          # read once: the caller's object may change
     n, c, h, w = sizes
@@ -416,9 +396,9 @@ def blocked_view(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: in
             f"no strided view of {spec.name!r} for C = {c}: C must be a multiple of {x} "
             f"(the buffer holds {x - c % x} padding channels)"
         )
-    phys = Layout(spec.physical_shape(sizes), itemsize=itemsize)
+    physical = _core.packed_strides(spec.physical_shape(sizes))
     if spec.chwn:
-        s_cb, s_h, s_w, s_n, s_x = phys.strides
+        s_cb, s_h, s_w, s_n, s_x = physical
     else:
-        s_n, s_cb, s_h, s_w, s_x = phys.strides
-    return Layout((n, c // x, x, h, w), (s_n, s_cb, s_x, s_h, s_w), itemsize=itemsize)
+        s_n, s_cb, s_h, s_w, s_x = physical
+    return (n, c // x, x, h, w), (s_n, s_cb, s_x, s_h, s_w)

@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from strided import _core
-from strided.formats import LayoutSpec, matching_labels, preferred_label
+from strided.formats import (
+    BlockedFormat,
+    LayoutSpec,
+    blocked_view_strides,
+    matching_labels,
+    parse_blocked,
+    preferred_label,
+)
 from strided.formats import packed_strides as _packed_strides
 
 __all__ = ["Layout", "buffer_size", "offset_of"]
@@ -102,6 +109,16 @@ class Layout:
         self._overlaps = None
 
     @classmethod
+    def _from_normalized(cls, fields: tuple[Any, ...]) -> Layout:
+        """A Layout from ``_core.normalize``'s result, for compiled adapters that read sizes
+        and strides from an array's C struct (nothing is validated twice)."""
+        self = object.__new__(cls)
+        (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
+         self._hi, self._flags) = fields
+        self._overlaps = None
+        return self
+
+    @classmethod
     def packed(
         cls,
         sizes: Sequence[int],
@@ -132,6 +149,45 @@ class Layout:
         """
         sizes = _core.as_sizes(sizes)     # read once: the caller's object may change
         return cls(sizes, _packed_strides(sizes, layout, broadcast=broadcast), itemsize=itemsize)
+
+    @classmethod
+    def blocked(cls, sizes: Sequence[int], fmt: str | BlockedFormat, *,
+                itemsize: int = 1) -> Layout:
+        """The packed physical layout (rank 5) of a blocked format of logical ``(N, C, H, W)``.
+
+        The channels are padded up to a multiple of the block; see
+        :func:`strided.formats.blocked_shape` for the physical shape.
+
+        Examples
+        --------
+        >>> Layout.blocked((1, 8, 2, 2), "NCHW4").strides
+        (32, 16, 8, 4, 1)
+        >>> Layout.blocked((2, 5, 3, 3), "CHWN4").sizes
+        (2, 3, 3, 2, 4)
+        """
+        return cls(parse_blocked(fmt).physical_shape(sizes), itemsize=itemsize)
+
+    @classmethod
+    def blocked_view(cls, sizes: Sequence[int], fmt: str | BlockedFormat, *,
+                     itemsize: int = 1) -> Layout:
+        """The rank-5 strided view ``(N, C/x, x, H, W)`` of a blocked buffer, when ``C % x == 0``.
+
+        Channel ``c`` of the logical tensor is ``[n, c // x, c % x, h, w]`` of the view. No
+        rank-4 view exists: the offset of channel ``c`` is not linear in ``c``.
+
+        Raises
+        ------
+        ValueError
+            If ``C`` is not a multiple of the block (the padding channels have no logical
+            index).
+
+        Examples
+        --------
+        >>> Layout.blocked_view((2, 8, 3, 3), "NCHW4").strides
+        (72, 36, 1, 12, 4)
+        """
+        view_sizes, view_strides = blocked_view_strides(sizes, fmt)
+        return cls(view_sizes, view_strides, itemsize=itemsize)
 
     # ---- basic attributes -------------------------------------------------------------------
 
