@@ -24,6 +24,7 @@ from strategies import brute_offsets
 
 import strided as st
 from strided import _copy
+from strided import copy as strided_copy
 from strided.interop import _torch as torch_adapter
 from strided.interop import describe
 
@@ -101,6 +102,12 @@ def test_array_api_strict_destinations_are_still_written():
 # ---- torch pairs copied by torch ----------------------------------------------------------------
 
 
+def _force_checked_path(monkeypatch):
+    """Turn off copyto's compiled fast path (plain CPU tensors), so every pair is decided by
+    the interop layer's checked path."""
+    monkeypatch.setattr(strided_copy, "_copyto_arrays", lambda dst, src, num_threads: False)
+
+
 @pytest.fixture
 def device_path(monkeypatch):
     """Send every torch pair down the device path (torch's own copy); count its copies."""
@@ -111,6 +118,7 @@ def device_path(monkeypatch):
         calls.append(share_memory)
         real(dst, src, share_memory)
 
+    _force_checked_path(monkeypatch)
     monkeypatch.setattr(torch_adapter, "copies_itself", lambda dst, src: True)
     monkeypatch.setattr(torch_adapter, "device_copy", spy)
     return calls
@@ -249,12 +257,15 @@ def test_array_api_compat_is_imported_only_for_dlpack_arrays():
 # ---- torch pairs: the same outcome on both paths --------------------------------------------
 
 
-@pytest.fixture(params=["host", "device"])
+@pytest.fixture(params=["fast", "host", "device"])
 def either_path(request, monkeypatch):
-    """Two CPU tensors copied by strided's host path, or (forced) by torch's device path."""
+    """Two CPU tensors copied by strided's compiled fast path, its checked host path, or
+    (forced) torch's device path."""
     if not HAVE_TORCH:
         pytest.skip("torch is not installed")
     calls = []
+    if request.param != "fast":
+        _force_checked_path(monkeypatch)
     if request.param == "device":
         real = torch_adapter.device_copy
         monkeypatch.setattr(torch_adapter, "copies_itself", lambda dst, src: True)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from strided.interop import _dlpack, _numpy, _torch
+from strided.interop._ndarray import layout_of_array
 from strided.interop._record import MemoryRecord, check_view
 from strided.layout import Layout
 
@@ -116,7 +117,9 @@ def layout_of(x: Any) -> Layout:
     >>> st.layout_of(b"abc")
     Layout(sizes=(3,), strides=(1,), offset=0, itemsize=1)
     """
-    return describe(x).layout
+    # plain ndarrays and CPU tensors are read from their C structs; the rest is described
+    layout = layout_of_array(x)
+    return describe(x).layout if layout is None else layout
 
 
 def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:

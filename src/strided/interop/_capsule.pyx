@@ -11,71 +11,10 @@ from cpython.pycapsule cimport (
     PyCapsule_New, PyCapsule_SetName,
 )
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from strided._core cimport MAX_NDIM, c_size, tuple_of, load_pair
-
-cdef extern from *:
-    """
-    typedef struct { uint32_t major; uint32_t minor; } strided_DLPackVersion;
-    typedef struct { int32_t device_type; int32_t device_id; } strided_DLDevice;
-    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } strided_DLDataType;
-    typedef struct {
-        void *data;
-        strided_DLDevice device;
-        int32_t ndim;
-        strided_DLDataType dtype;
-        int64_t *shape;
-        int64_t *strides;
-        uint64_t byte_offset;
-    } strided_DLTensor;
-    typedef struct strided_DLManagedTensor {
-        strided_DLTensor dl_tensor;
-        void *manager_ctx;
-        void (*deleter)(struct strided_DLManagedTensor *self);
-    } strided_DLManagedTensor;
-    typedef struct strided_DLManagedTensorVersioned {
-        strided_DLPackVersion version;
-        void *manager_ctx;
-        void (*deleter)(struct strided_DLManagedTensorVersioned *self);
-        uint64_t flags;
-        strided_DLTensor dl_tensor;
-    } strided_DLManagedTensorVersioned;
-    """
-    ctypedef struct DLPackVersion "strided_DLPackVersion":
-        uint32_t major
-        uint32_t minor
-    ctypedef struct DLDevice "strided_DLDevice":
-        int32_t device_type
-        int32_t device_id
-    ctypedef struct DLDataType "strided_DLDataType":
-        uint8_t code
-        uint8_t bits
-        uint16_t lanes
-    ctypedef struct DLTensor "strided_DLTensor":
-        void* data
-        DLDevice device
-        int32_t ndim
-        DLDataType dtype
-        int64_t* shape
-        int64_t* strides
-        uint64_t byte_offset
-    ctypedef struct DLManagedTensor "strided_DLManagedTensor":
-        DLTensor dl_tensor
-        void* manager_ctx
-        void (*deleter)(DLManagedTensor*) noexcept nogil
-    ctypedef struct DLManagedTensorVersioned "strided_DLManagedTensorVersioned":
-        DLPackVersion version
-        void* manager_ctx
-        void (*deleter)(DLManagedTensorVersioned*) noexcept nogil
-        uint64_t flags
-        DLTensor dl_tensor
-
-cdef enum:
-    DLPACK_FLAG_READ_ONLY = 1
-    DLPACK_MAJOR = 1
-    DLPACK_MINOR = 1
 
 DLPACK_VERSION = (DLPACK_MAJOR, DLPACK_MINOR)
 """The newest DLPack version this core reads and writes."""

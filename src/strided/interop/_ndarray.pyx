@@ -12,7 +12,12 @@ from libc.stdint cimport int64_t
 
 from strided._core cimport MAX_NDIM, c_element_strides
 from strided._copy cimport copy_elements, copy_threads
+from strided.interop._tensor cimport copy_tensors
+
+from strided import _core
 from strided._copy import copyto_buffers
+from strided.interop._tensor import layout_of_tensor
+from strided.layout import Layout
 
 cdef extern from *:
     """
@@ -39,6 +44,7 @@ cdef extern from *:
         if (t != PyArray_DESCR(b) || !PyTypeNum_ISNUMBER(t->type_num)) return 0;
         return PyArray_ISWRITEABLE(a) && PyArray_NDIM(a) == PyArray_NDIM(b);
     }
+    static int st_exact_array(PyObject *a) { return PyArray_CheckExact(a); }
     static int st_ndim(PyObject *a) { return PyArray_NDIM((PyArrayObject *)a); }
     static char *st_data(PyObject *a) { return PyArray_BYTES((PyArrayObject *)a); }
     static npy_intp *st_dims(PyObject *a) { return PyArray_DIMS((PyArrayObject *)a); }
@@ -48,6 +54,7 @@ cdef extern from *:
     ctypedef Py_ssize_t npy_intp
     int st_numpy_import() except -1
     bint st_plain_pair(object d, object s)
+    bint st_exact_array(object a)
     int st_ndim(object a)
     char* st_data(object a)
     npy_intp* st_dims(object a)
@@ -58,7 +65,8 @@ st_numpy_import()
 
 
 def copyto_arrays(dst, src, num_threads=None):
-    """Copy ``src`` into ``dst`` when both are plain numpy arrays or buffer-protocol objects.
+    """Copy ``src`` into ``dst`` when both are plain numpy arrays, plain CPU torch tensors
+    (``_tensor``) or buffer-protocol objects.
 
     The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
     False, having written nothing, whenever it cannot decide alone (see
@@ -79,6 +87,8 @@ def copyto_arrays(dst, src, num_threads=None):
     cdef npy_intp* dstr
     cdef npy_intp* sstr
     if not st_plain_pair(dst, src) or st_ndim(dst) > MAX_NDIM:
+        if copy_tensors(dst, src, nthreads):
+            return True
         return copyto_buffers(dst, src, nthreads)
     nd = st_ndim(dst)
     itemsize = st_itemsize(dst)
@@ -115,3 +125,35 @@ def buffer_address(obj):
     address, readonly = <size_t>view.buf, bool(view.readonly)
     PyBuffer_Release(&view)
     return address, readonly
+
+
+def layout_of_array(x):
+    """The :class:`~strided.Layout` of a plain ndarray or CPU tensor, or None for the checked
+    path (:func:`strided.interop.describe`), which reads everything else and explains refusals.
+
+    The fast path of :func:`strided.layout_of`: the sizes and byte strides come from numpy's
+    array struct, as in :func:`copyto_arrays`.
+    """
+    cdef int i, nd
+    cdef int64_t count = 1, itemsize
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t strides[MAX_NDIM]
+    cdef npy_intp* dims
+    cdef npy_intp* byte_strides
+    if not st_exact_array(x):
+        return layout_of_tensor(x)
+    nd = st_ndim(x)
+    itemsize = st_itemsize(x)
+    if nd > MAX_NDIM or itemsize < 1:
+        return None
+    dims = st_dims(x)
+    byte_strides = st_strides(x)
+    for i in range(nd):
+        sizes[i] = dims[i]
+        count *= dims[i]
+        strides[i] = byte_strides[i]
+    if c_element_strides(nd, sizes, strides, itemsize, count):
+        return None
+    return Layout._from_normalized(_core.normalize(
+        tuple([sizes[i] for i in range(nd)]), tuple([strides[i] for i in range(nd)]), 0,
+        itemsize))

@@ -1,0 +1,3 @@
+# The torch fast path, for the compiled entry of copyto (_ndarray.copyto_arrays): copy between
+# two plain CPU tensors; 1 when done, 0 (nothing written) when the checked path must decide.
+cdef bint copy_tensors(object dst, object src, int nthreads) except -1

@@ -1,0 +1,6 @@
+"""Type stubs of the compiled torch fast path (``_tensor.pyx``)."""
+
+from strided.layout import Layout
+
+def copyto_tensors(dst: object, src: object, nthreads: int) -> bool: ...
+def layout_of_tensor(t: object) -> Layout | None: ...

@@ -1,0 +1,191 @@
+"""The torch fast path of strided's adapters: tensors read through DLPack's C exchange API.
+
+torch publishes DLPack 1.3's C exchange API on ``torch.Tensor`` (the capsule
+``__dlpack_c_exchange_api__``): one C call fills a ``DLTensor`` (pointer, device, dtype, sizes,
+element strides) without creating a capsule or any Python object. Reading a tensor through its
+Python attributes (``shape``, ``stride()``, ``untyped_storage()``, ...) costs microseconds; this
+costs tens of nanoseconds, so a copy between two small tensors costs what torch's own
+``copy_`` does.
+
+Only the common case is taken here: two plain ``torch.Tensor`` objects (no subclass, which may
+define its own semantics) on the CPU, of one dtype and shape, a destination that does not
+require grad, neither showing lazily negated or conjugated values. Everything else, and any
+tensor the exchange call refuses (sparse, nested, quantized, meta), returns "not done" and goes
+to the checked path (``strided.interop._torch``), which decides it and explains a refusal.
+
+torch is never imported: its type is taken from ``sys.modules`` once torch is loaded (no
+tensor exists before). The element strides and the copy are ``_core``'s and ``_copy``'s.
+"""
+from cpython.exc cimport PyErr_Clear
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from libc.stdint cimport int64_t
+
+from strided._core cimport MAX_NDIM, c_packed_strides, c_size
+from strided._copy cimport copy_elements
+from strided.interop._capsule cimport DLPackExchangeAPI, DLTensor
+
+import sys
+
+from strided import _core
+from strided.layout import Layout
+
+cdef enum:
+    _KDL_CPU = 1
+    _KDL_COMPLEX = 5
+    _EXCHANGE_MINOR = 3    # the first DLPack version with dltensor_from_py_object_no_sync
+
+cdef const DLPackExchangeAPI* _api = NULL
+cdef object _tensor_type = None      # torch.Tensor, once found
+cdef bint _unavailable = False       # torch is loaded but offers no usable exchange API
+cdef object _increment_version = None
+cdef object _is_neg = None
+cdef object _is_conj = None
+
+
+cdef bint _find_torch() except -1:
+    """Look for torch's exchange API once torch is loaded; True when the fast path is usable."""
+    global _api, _tensor_type, _unavailable, _increment_version, _is_neg, _is_conj
+    cdef const DLPackExchangeAPI* api
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False            # not loaded yet: no tensor exists; ask again next time
+    try:
+        tensor = torch.Tensor
+        capsule = type.__getattribute__(tensor, "__dlpack_c_exchange_api__")
+        increment_version = torch._C._increment_version
+    except AttributeError:
+        _unavailable = True
+        return False
+    if not PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
+        _unavailable = True
+        return False
+    api = <const DLPackExchangeAPI*>PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
+    if (api.header.version.major != 1 or api.header.version.minor < _EXCHANGE_MINOR
+            or api.dltensor_from_py_object_no_sync == NULL):
+        _unavailable = True
+        return False
+    # The capsule lives as long as the type, which lives as long as torch: keep both.
+    _api = api
+    _tensor_type = tensor
+    _increment_version = increment_version
+    _is_neg = tensor.is_neg
+    _is_conj = tensor.is_conj
+    return True
+
+
+cdef inline bint _is_plain_tensor(object x) except -1:
+    if _tensor_type is None:
+        if _unavailable or not _find_torch():
+            return False
+    return type(x) is _tensor_type
+
+
+cdef bint _read(object t, DLTensor* out) except -1:
+    """Fill ``out`` from a CPU tensor; False (no exception) when the exchange call refuses it
+    or the tensor is not on the CPU or has too many dims. ``out`` points into the tensor: read
+    it before calling into torch again."""
+    if _api.dltensor_from_py_object_no_sync(<void*>t, out) != 0:
+        PyErr_Clear()       # the checked path raises torch's refusal in strided's words
+        return False
+    return out.device.device_type == _KDL_CPU and 0 <= out.ndim <= MAX_NDIM
+
+
+cdef int64_t _itemsize(const DLTensor* t) noexcept:
+    """Bytes per element, or 0 for a sub-byte dtype (left to the checked path)."""
+    cdef int64_t bits = <int64_t>t.dtype.bits * t.dtype.lanes
+    return bits // 8 if bits % 8 == 0 and bits > 0 else 0
+
+
+cdef bint _take_layout(const DLTensor* t, int64_t* sizes, int64_t* strides) noexcept:
+    """Copy the sizes and element strides of ``t`` (packed row-major when it gives none)."""
+    cdef int i
+    cdef int order[MAX_NDIM]
+    for i in range(t.ndim):
+        sizes[i] = t.shape[i]
+        if sizes[i] < 0:
+            return False
+    if t.strides == NULL:
+        for i in range(t.ndim):
+            order[i] = i
+        return c_packed_strides(t.ndim, sizes, order, NULL, strides) == 0
+    for i in range(t.ndim):
+        strides[i] = t.strides[i]
+    return True
+
+
+cdef bint _lazy(object t, bint complex_dtype) except -1:
+    """Whether t shows its memory negated or conjugated (torch's lazy bits)."""
+    return _is_neg(t) or (complex_dtype and _is_conj(t))
+
+
+def copyto_tensors(dst, src, int nthreads):
+    """Copy ``src`` into ``dst`` when both are plain CPU tensors torch lets strided read.
+
+    The torch fast path of :func:`strided.copyto` (``nthreads`` already resolved). Returns
+    True when it did the whole copy (and bumped dst's version counter, as torch's in-place
+    ops do), and False, having written nothing, whenever the checked path must decide.
+    """
+    return copy_tensors(dst, src, nthreads)
+
+
+cdef bint copy_tensors(object dst, object src, int nthreads) except -1:
+    cdef DLTensor d, s
+    cdef int i, nd
+    cdef int64_t itemsize, count
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t src_sizes[MAX_NDIM]
+    cdef int64_t dst_strides[MAX_NDIM]
+    cdef int64_t src_strides[MAX_NDIM]
+    cdef char* dst_data
+    cdef const char* src_data
+    cdef bint complex_dtype
+    if not (_is_plain_tensor(dst) and _is_plain_tensor(src)):
+        return False
+    # torch's rules first (Python calls into torch), then the exchange reads, used at once
+    if dst.requires_grad:
+        return False
+    if not _read(dst, &d):
+        return False
+    complex_dtype = d.dtype.code == _KDL_COMPLEX
+    if _lazy(dst, complex_dtype) or _lazy(src, complex_dtype):
+        return False
+    if not (_read(dst, &d) and _read(src, &s)):
+        return False
+    nd = d.ndim
+    itemsize = _itemsize(&d)
+    if (nd != s.ndim or itemsize == 0 or d.dtype.code != s.dtype.code
+            or d.dtype.bits != s.dtype.bits or d.dtype.lanes != s.dtype.lanes):
+        return False
+    if not (_take_layout(&d, sizes, dst_strides) and _take_layout(&s, src_sizes, src_strides)):
+        return False
+    for i in range(nd):
+        if sizes[i] != src_sizes[i]:
+            return False        # no broadcasting; the checked path names the two shapes
+    if c_size(nd, sizes, &count):
+        return False
+    if count == 0:
+        return True             # nothing to write (the checked path does not bump either)
+    dst_data = <char*>d.data + d.byte_offset
+    src_data = <const char*>s.data + s.byte_offset
+    if copy_elements(dst_data, src_data, nd, sizes, dst_strides, src_strides, itemsize, count,
+                     nthreads):
+        return False
+    _increment_version((dst,))
+    return True
+
+
+def layout_of_tensor(t):
+    """The :class:`~strided.Layout` of a plain CPU tensor, or None for the checked path."""
+    cdef DLTensor d
+    cdef int64_t itemsize
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t strides[MAX_NDIM]
+    cdef int i
+    if not _is_plain_tensor(t) or not _read(t, &d):
+        return None
+    itemsize = _itemsize(&d)
+    if itemsize == 0 or not _take_layout(&d, sizes, strides):
+        return None
+    return Layout._from_normalized(_core.normalize(
+        tuple([sizes[i] for i in range(d.ndim)]), tuple([strides[i] for i in range(d.ndim)]),
+        0, itemsize))
