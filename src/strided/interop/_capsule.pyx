@@ -11,7 +11,7 @@ from cpython.pycapsule cimport (
     PyCapsule_New, PyCapsule_SetName,
 )
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 
 from strided._core cimport MAX_NDIM, c_size, tuple_of, load_pair
