@@ -167,6 +167,37 @@ def test_device_path_refuses_what_the_host_path_refuses(device_path, case):
 
 
 @needs_torch
+@pytest.mark.parametrize("fmt", ["NCHW4", "nChw8c", "CHWN4"])
+@pytest.mark.parametrize("source", ["plain", "permuted", "lazy conj", "requires grad"])
+def test_device_path_blocks_and_unblocks_as_the_host_path(device_path, fmt, source):
+    """to_blocked / from_blocked on tensors torch copies itself: the same pieces, each copied
+    by torch between views, give the host path's result (outside autograd, by value)."""
+    x = torch.arange(2 * 6 * 3 * 5, dtype=torch.float32).reshape(2, 6, 3, 5)
+    if source == "permuted":
+        x = x.permute(0, 3, 1, 2).contiguous().permute(0, 2, 3, 1)    # NHWC memory
+    elif source == "lazy conj":
+        x = (x + 1j).conj()
+    elif source == "requires grad":
+        x.requires_grad_(True)
+    y = st.to_blocked(x, fmt)
+    pieces = len(device_path)
+    assert pieces >= 1 and not any(device_path)            # a new array shares no memory
+    back = st.from_blocked(y, fmt, channels=6)
+    assert len(device_path) > pieces
+    assert not y.requires_grad and not back.requires_grad
+    assert torch.equal(back, x.detach().resolve_conj())
+    values = x.detach().resolve_conj().numpy()
+    spec = st.formats.parse_blocked(fmt)
+    want = np.zeros(spec.physical_shape((2, 6, 3, 5)), dtype=values.dtype)
+    for c in range(6):                                     # the blocked place of each channel
+        if spec.chwn:
+            want[c // 4, :, :, :, c % 4] = values[:, c].transpose(1, 2, 0)
+        else:
+            want[:, c // spec.block, :, :, c % spec.block] = values[:, c]
+    assert np.array_equal(y.resolve_conj().numpy(), want)
+
+
+@needs_torch
 def test_cpu_pairs_take_the_host_path_by_default(monkeypatch):
     calls = []
     real = torch_adapter.device_copy

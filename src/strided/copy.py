@@ -25,23 +25,21 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from strided import _copy, _core
-from strided.formats import BlockedFormat, parse_blocked, physical_order, strides_agree
-from strided.interop import _dlpack, _numpy, _torch, describe, device_copier, view
+from strided.formats import BlockedFormat, parse_blocked, physical_order
+from strided.interop import _library as library
+from strided.interop import describe, view
 from strided.interop._ndarray import copyto_arrays as _copyto_arrays
-from strided.interop._record import MemoryRecord, check_view
+from strided.interop._record import MemoryRecord, check_view, device_name
 from strided.layout import Layout
 
-__all__ = ["copyto", "from_blocked", "relayout", "to_blocked"]
+# A library's own copy of two arrays the CPU cannot reach: (dst, src, share_memory).
+LibraryCopy = Callable[[Any, Any, bool], None]
 
-# DLPack device types whose memory the CPU addresses directly: CPU, CUDA and ROCm pinned host.
-_HOST_DEVICES = frozenset({1, 3, 11})
+__all__ = ["copyto", "from_blocked", "relayout", "to_blocked"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,7 +128,7 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
     # num_threads is already checked: copyto_buffers validates it before anything else
     dst_record = _describe(dst, "dst")
     src_record = _describe(src, "src")
-    library_copy = device_copier(dst_record, src_record)
+    library_copy = library.device_copier(dst_record, src_record)
     if library_copy is None:
         _check_host(dst_record, dst, "dst")
         _check_host(src_record, src, "src")
@@ -142,15 +140,11 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
     if library_copy is not None:
         library_copy(dst, src, _may_share_memory(dst_record, src_record))
         return
-    src_record = _resolve_lazy(src, src_record)
+    src_record = library.resolved(src_record)
     _copy.copy_memory(dst_record.ptr, src_record.ptr, dst_record.layout.sizes,
                       dst_record.layout.strides, src_record.layout.strides,
                       dst_record.layout.itemsize, num_threads)
-    _written(dst_record)
-
-
-def _off_cpu(*tensors: Any) -> bool:
-    return any(t.device.type != "cpu" for t in tensors)
+    library.written(dst_record)
 
 
 def _may_share_memory(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -170,50 +164,34 @@ def _may_share_memory(a: MemoryRecord, b: MemoryRecord) -> bool:
 
 
 def _describe(x: Any, name: str) -> MemoryRecord:
-    """describe(x), its errors naming the argument; quantized torch tensors are refused."""
-    if _torch.is_tensor(x) and x.is_quantized:
-        # Their bytes mean nothing without the quantizer (scale, zero point), which a byte
-        # copy neither compares nor carries over to a new tensor.
-        raise ValueError(
-            f"{name} is a quantized torch tensor ({x.dtype}): strided copies raw elements and "
-            f"cannot carry its quantizer; dequantize it first ({name}.dequantize())"
-        )
+    """describe(x), its errors naming the argument; arrays whose bytes cannot be copied raw
+    (Python objects, quantized values) are refused."""
     try:
-        return describe(x)
+        record = describe(x)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name}: {exc}") from None
-
-
-def _host_record(x: Any, name: str) -> MemoryRecord:
-    """The record of an array whose elements may be copied by the CPU, byte for byte."""
-    record = _describe(x, name)
-    _check_host(record, x, name)
+    library.refuse_raw_copy(record, name)
     return record
 
 
 def _check_host(record: MemoryRecord, x: Any, name: str) -> None:
-    _refuse_objects(record, name)
-    if record.device[0] not in _HOST_DEVICES:
+    if not record.in_host_memory:
         raise ValueError(
-            f"{name} is on device {_device_name(x, record)}, not in host memory: strided "
+            f"{name} is on device {device_name(x, record)}, not in host memory: strided "
             f"copies on the CPU (two torch tensors are copied by torch on any device); move "
             f"it to the CPU first"
         )
 
 
-def _refuse_objects(record: MemoryRecord, name: str) -> None:
-    if record.library == "numpy" and record.owner.dtype.hasobject:
-        raise TypeError(
-            f"{name} holds Python objects (numpy dtype {record.owner.dtype}): strided copies "
-            f"raw memory, and copying references without their reference counts would corrupt "
-            f"it; use numpy's own copy (np.copyto) for object arrays"
-        )
-
-
-def _device_name(x: Any, record: MemoryRecord) -> str:
-    device = getattr(x, "device", None)
-    return f"{device} (DLPack device {record.device})" if device is not None else str(
-        record.device)
+def _source(x: Any, name: str) -> tuple[MemoryRecord, LibraryCopy | None]:
+    """The record of an array copied into a new array of its library, and the library's own
+    copy when the CPU cannot reach it (None: the CPU copies it, from resolved values)."""
+    record = _describe(x, name)
+    library_copy = library.device_copier(record, record)
+    if library_copy is None:
+        _check_host(record, x, name)
+        record = library.resolved(record)
+    return record, library_copy
 
 
 def _check_writeable(record: MemoryRecord, x: Any, name: str) -> None:
@@ -234,11 +212,7 @@ def _check_writeable(record: MemoryRecord, x: Any, name: str) -> None:
             f"copying into it raw would store wrong values; write into a resolved tensor "
             f"({name}.resolve_{record.lazy}()) instead"
         )
-    if _torch.is_tensor(x) and x.requires_grad:
-        raise ValueError(
-            f"{name} requires grad: copyto writes its memory outside autograd; use "
-            f"{name}.copy_(src), which autograd records, or copy into {name}.detach()"
-        )
+    library.check_destination(record, name)
 
 
 def _check_same_elements(dst_record: MemoryRecord, dst: Any, src_record: MemoryRecord,
@@ -250,37 +224,12 @@ def _check_same_elements(dst_record: MemoryRecord, dst: Any, src_record: MemoryR
             f"dst has shape {dst_sizes} but src has shape {src_sizes}: copyto needs the same "
             f"sizes (it does not broadcast)"
         )
-    if not _same_dtype(dst_record, src_record):
-        hint = ("src.astype(dst.dtype)" if src_record.library == "numpy"
-                else "src.to(dst.dtype)" if src_record.library == "torch"
-                else "xp.astype(src, dst.dtype)")
+    if not library.same_dtype(dst_record, src_record):
         raise TypeError(
-            f"dst has dtype {_dtype_name(dst, dst_record)} but src has dtype "
-            f"{_dtype_name(src, src_record)}: copyto copies elements unchanged; convert src "
-            f"first (for {src_record.library}: {hint})"
+            f"dst has dtype {library.dtype_name(dst, dst_record)} but src has dtype "
+            f"{library.dtype_name(src, src_record)}: copyto copies elements unchanged; convert "
+            f"src first (for {src_record.library}: {library.conversion_hint(src_record)})"
         )
-
-
-def _same_dtype(a: MemoryRecord, b: MemoryRecord) -> bool:
-    """Same element type: the DLPack dtypes when both have one, else the library's own dtypes.
-
-    A dtype without a DLPack equivalent (numpy's byte-swapped, structured, string or datetime
-    types; torch's float8 or quantized types) only matches the same dtype of the same library.
-    """
-    if a.layout.itemsize != b.layout.itemsize:
-        return False
-    if a.dtype is not None and b.dtype is not None:
-        return a.dtype == b.dtype
-    if a.library != b.library or a.library == "dlpack":
-        return False
-    return bool(a.owner.dtype == b.owner.dtype)
-
-
-def _dtype_name(x: Any, record: MemoryRecord) -> str:
-    dtype = getattr(x, "dtype", None)
-    if dtype is None and record.library == "numpy":
-        dtype = record.owner.dtype          # a bytes-like object, read through numpy
-    return str(dtype) if dtype is not None else f"DLPack {record.dtype}"
 
 
 def _check_no_self_overlap(layout: Layout, name: str) -> None:
@@ -297,19 +246,6 @@ def _check_no_self_overlap(layout: Layout, name: str) -> None:
             f"{name} has elements that overlap each other (sizes {layout.sizes}, element "
             f"strides {layout.strides}): a copy into it would write some elements twice"
         )
-
-
-def _resolve_lazy(x: Any, record: MemoryRecord) -> MemoryRecord:
-    """A torch source shown conjugated or negated: its resolved copy, which holds the values."""
-    if record.lazy is None:
-        return record
-    return describe(x.resolve_conj().resolve_neg())
-
-
-def _written(record: MemoryRecord) -> None:
-    """Tell torch that a tensor was written, as its own in-place ops do (autograd checks it)."""
-    if record.library == "torch":
-        sys.modules["torch"].autograd.graph.increment_version(record.owner)
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,18 +313,15 @@ def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
     """
     _copy.resolve_threads(num_threads)      # a bad num_threads is an error on every path
     record = _describe(x, "x")
-    _refuse_objects(record, "x")
     target, order = _relayout_target(layout, record)
     out = _allocate(x, record, target, order, zero=_has_gaps(target),
                     blame=f"layout {layout!r}" if isinstance(layout, Layout) else "x")
-    if _torch.is_tensor(x) and x.requires_grad:
-        out.copy_(x)            # torch's copy keeps the result in the autograd graph
-    elif record.library == "dlpack":
-        copyto(out, x, num_threads=num_threads)
-        out = _hand_over(x, out, target)
+    graph_copy = library.graph_copier(record)
+    if graph_copy is not None:
+        graph_copy(out, x)      # the library's own copy keeps the result in the autograd graph
     else:
         copyto(out, x, num_threads=num_threads)
-    return out
+    return library.hand_over(x, record, out, target)
 
 
 def _relayout_target(layout: Any, record: MemoryRecord) -> tuple[Layout, tuple[int, ...] | None]:
@@ -445,49 +378,15 @@ def _check_fits(layout: Layout, blame: str) -> None:
 
 def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ...] | None, *,
               zero: bool, blame: str) -> Any:
-    """A new array laid out as ``layout``: of x's library for numpy and torch, else numpy.
+    """A new array laid out as ``layout``, made by x's library (see
+    :func:`strided.interop._library.allocate`) once it is known to fit in host memory.
 
-    The numpy array made for another library is handed to it by :func:`_hand_over` once
-    written. ``blame`` names the argument that decided the size, for the error raised when
-    the array would not fit in host memory.
+    ``blame`` names the argument that decided the size, for the error raised when the array
+    would not fit.
     """
-    if record.device[0] in _HOST_DEVICES:
+    if record.in_host_memory:
         _check_fits(layout, blame)
-    if record.library == "torch":
-        negative = [d for d, (n, s) in enumerate(zip(layout.sizes, layout.strides))
-                    if s < 0 and n > 1]
-        if negative and layout.size:
-            raise ValueError(f"torch tensors cannot have negative strides, and layout has "
-                             f"strides {layout.strides} (axes {negative})")
-        return _torch.allocate(x, layout, order, zero)
-    if record.device[0] not in _HOST_DEVICES:
-        raise ValueError(f"x is on device {_device_name(x, record)}: strided builds new "
-                         f"arrays of this library on the host only")
-    if record.library == "numpy":
-        dtype = record.owner.dtype
-    else:
-        dtype = _numpy.numpy_dtype(record.dtype)
-    return _numpy.allocate(dtype, layout, order, zero)
-
-
-def _hand_over(x: Any, arr: np.ndarray, layout: Layout) -> Any:
-    """``arr`` given to x's library (``from_dlpack``), refused unless it keeps ``layout``."""
-    out = _dlpack.from_host(x, arr)
-    got = describe(out).layout
-    if not _same_strides(got, layout):
-        raise ValueError(
-            f"{x.__array_namespace__().__name__} cannot hold the layout asked for (sizes "
-            f"{layout.sizes}, strides {layout.strides}): its from_dlpack gave strides "
-            f"{got.strides}"
-        )
-    return out
-
-
-def _same_strides(a: Layout, b: Layout) -> bool:
-    """Equal sizes, and equal strides where a stride matters (dims of more than one element)."""
-    if a.sizes != b.sizes:
-        return False
-    return a.size == 0 or strides_agree(a.sizes, a.strides, b.strides)
+    return library.allocate(x, record, layout, order, zero)
 
 
 # --------------------------------------------------------------------------------------------
@@ -543,9 +442,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
     """
     spec = parse_blocked(fmt)
     _copy.resolve_threads(num_threads)
-    if _torch.is_tensor(x) and _off_cpu(x):
-        return _to_blocked_torch_device(x, spec)
-    record = _resolve_lazy(x, _host_record(x, "x"))
+    record, library_copy = _source(x, "x")
     n, c, h, w = _logical_sizes(record.layout, spec)
     out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)),
                                       itemsize=record.layout.itemsize),
@@ -553,9 +450,9 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
                     blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}")
     out_record = describe(out)
     pieces = _blocked_pieces(record.layout, out_record.layout, spec)
-    _copy_pieces(out_record, record, [(blocked, logical) for logical, blocked in pieces],
-                 num_threads)
-    return _hand_over(x, out, out_record.layout) if record.library == "dlpack" else out
+    _copy_pieces((out, out_record), (x, record),
+                 [(blocked, logical) for logical, blocked in pieces], num_threads, library_copy)
+    return library.hand_over(x, record, out, out_record.layout)
 
 
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
@@ -608,16 +505,14 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
     """
     spec = parse_blocked(fmt)
     _copy.resolve_threads(num_threads)
-    if _torch.is_tensor(y) and _off_cpu(y):
-        return _from_blocked_torch_device(y, spec, channels)
-    record = _resolve_lazy(y, _host_record(y, "y"))
+    record, library_copy = _source(y, "y")
     sizes = _unblocked_sizes(record.layout, spec, channels)
     out = _allocate(y, record, Layout(sizes, itemsize=record.layout.itemsize),
                     order=tuple(range(4)), zero=False, blame=f"channels={channels!r}")
     out_record = describe(out)
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
-    _copy_pieces(out_record, record, pieces, num_threads)
-    return _hand_over(y, out, out_record.layout) if record.library == "dlpack" else out
+    _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy)
+    return library.hand_over(y, record, out, out_record.layout)
 
 
 def _logical_sizes(layout: Layout, spec: BlockedFormat) -> tuple[int, int, int, int]:
@@ -680,39 +575,24 @@ def _blocked_pieces(logical: Layout, blocked: Layout,
     return pieces
 
 
-def _copy_pieces(dst: MemoryRecord, src: MemoryRecord, pieces: list[tuple[Layout, Layout]],
-                 num_threads: int | None) -> None:
-    """Copy each (dst layout, src layout) piece between the records' memories, by the core.
+def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
+                 pieces: list[tuple[Layout, Layout]], num_threads: int | None,
+                 library_copy: LibraryCopy | None) -> None:
+    """Copy each (dst layout, src layout) piece between two (array, record) pairs: by the core,
+    or by the library's own copy (between views) when the CPU cannot reach the memory.
 
     Each layout is checked against its record first: a piece reaching outside the memory is
-    an error, never a stray write.
+    an error, never a stray write. dst is a new array: it shares no memory with src.
     """
-    itemsize = dst.layout.itemsize
+    (dst_array, dst_record), (src_array, src_record) = dst, src
+    itemsize = dst_record.layout.itemsize
     for dst_piece, src_piece in pieces:
-        check_view(dst_piece, dst)
-        check_view(src_piece, src)
-        _copy.copy_memory(dst.ptr + dst_piece.offset * itemsize,
-                          src.ptr + src_piece.offset * itemsize, dst_piece.sizes,
+        check_view(dst_piece, dst_record)
+        check_view(src_piece, src_record)
+        if library_copy is not None:
+            library_copy(view(dst_array, dst_piece, copy=False), view(src_array, src_piece),
+                         False)
+            continue
+        _copy.copy_memory(dst_record.ptr + dst_piece.offset * itemsize,
+                          src_record.ptr + src_piece.offset * itemsize, dst_piece.sizes,
                           dst_piece.strides, src_piece.strides, itemsize, num_threads)
-
-
-# ---- torch tensors off the CPU: the same pieces, copied by torch -----------------------------
-
-
-def _to_blocked_torch_device(x: Any, spec: BlockedFormat) -> Any:
-    own = _describe(x, "x").layout
-    n, c, h, w = _logical_sizes(own, spec)
-    out = _torch.allocate(x, Layout(spec.physical_shape((n, c, h, w)), itemsize=own.itemsize),
-                          tuple(range(5)), c % spec.block != 0)
-    for logical, blocked in _blocked_pieces(own, _describe(out, "out").layout, spec):
-        view(out, blocked, copy=False).copy_(view(x, logical))
-    return out
-
-
-def _from_blocked_torch_device(y: Any, spec: BlockedFormat, channels: Any) -> Any:
-    own = _describe(y, "y").layout
-    sizes = _unblocked_sizes(own, spec, channels)
-    out = _torch.allocate(y, Layout(sizes, itemsize=own.itemsize), tuple(range(4)), False)
-    for logical, blocked in _blocked_pieces(_describe(out, "out").layout, own, spec):
-        view(out, logical, copy=False).copy_(view(y, blocked))
-    return out

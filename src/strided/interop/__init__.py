@@ -10,7 +10,6 @@ torch is in ``sys.modules``, and any other library is reached through ``__dlpack
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from strided.interop._ndarray import layout_of_array
 from strided.interop._record import MemoryRecord, check_view
 from strided.layout import Layout
 
-__all__ = ["MemoryRecord", "describe", "device_copier", "layout_of", "view"]
+__all__ = ["MemoryRecord", "describe", "layout_of", "view"]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _VIEWERS = {"numpy": _numpy.view, "torch": _torch.view, "dlpack": _dlpack.view}
@@ -71,18 +70,6 @@ def describe(x: Any) -> MemoryRecord:
         f"expected a numpy array, a bytes-like object, a torch tensor or an object with "
         f"__dlpack__"
     )
-
-
-def device_copier(dst: MemoryRecord, src: MemoryRecord) -> Callable[[Any, Any, bool], None] | None:
-    """The library's own copy for a pair the CPU does not copy, or None for a host pair.
-
-    Two torch tensors of which one is off the CPU are copied by torch: the callable takes
-    ``(dst, src, share_memory)`` and copies after the caller's checks. Any other pair is the
-    CPU's (or refused, when an array is not in host memory).
-    """
-    if dst.library == src.library == "torch" and _torch.copies_itself(dst, src):
-        return _torch.device_copy
-    return None
 
 
 def layout_of(x: Any) -> Layout:

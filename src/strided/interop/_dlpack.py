@@ -7,16 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from strided.formats import strides_agree
 from strided.interop import _capsule
-from strided.interop._numpy import ndarray_at, numpy_dtype
-from strided.interop._record import MemoryRecord, aliases
+from strided.interop._numpy import ndarray_at, new_array, numpy_dtype
+from strided.interop._record import MemoryRecord, aliases, device_name
 from strided.layout import Layout
 
-__all__ = ["Exporter", "describe", "from_host", "view"]
+__all__ = ["Exporter", "allocate_on_host", "describe", "from_host", "hand_over", "view"]
 
 # Devices whose data pointers are plain addresses, so an offset may be folded into the pointer.
 _ADDRESSABLE = {1, 2, 3, 10, 11, 13}     # CPU, CUDA, CUDA host, ROCm, ROCm host, CUDA managed
-_HOST = {1, 3, 11}                       # memory the CPU may read: CPU, CUDA host, ROCm host
 
 
 def _request_capsule(x: Any) -> Any:
@@ -113,7 +113,7 @@ def _namespace(base: Any) -> Any:
 
 def _host_copy(record: MemoryRecord, layout: Layout) -> np.ndarray:
     """A packed host copy of ``layout`` over the record's memory, as a numpy array."""
-    if record.device[0] not in _HOST:
+    if not record.in_host_memory:
         raise ValueError(f"cannot copy memory on device {record.device} from the host")
     arr = ndarray_at(record.ptr, layout, numpy_dtype(record.dtype), readonly=True,
                      owner=record.owner)
@@ -166,3 +166,40 @@ def from_host(like: Any, arr: np.ndarray) -> Any:
             f"{xp.__name__}.from_dlpack refused a host array of shape {arr.shape} and byte "
             f"strides {arr.strides} ({exc})"
         ) from None
+
+
+def allocate_on_host(like: Any, record: MemoryRecord, layout: Layout,
+                     order: tuple[int, ...] | None, zero: bool) -> np.ndarray:
+    """A host numpy array of like's dtype laid out as ``layout``, for :func:`hand_over`.
+
+    Raises
+    ------
+    ValueError
+        ``like`` is not in host memory (strided does not allocate on other devices), or numpy
+        has no dtype for its DLPack dtype.
+    """
+    if not record.in_host_memory:
+        raise ValueError(f"x is on device {device_name(like, record)}: strided builds new "
+                         f"arrays of this library on the host only")
+    return new_array(numpy_dtype(record.dtype), layout, order, zero)
+
+
+def hand_over(like: Any, arr: np.ndarray, layout: Layout) -> Any:
+    """``arr`` given to like's library (:func:`from_host`), refused unless it keeps ``layout``.
+
+    Raises
+    ------
+    ValueError
+        The library refuses the array, or its ``from_dlpack`` gives other strides.
+    """
+    out = from_host(like, arr)
+    got = describe(out).layout
+    same = got.sizes == layout.sizes and (
+        layout.size == 0 or strides_agree(layout.sizes, layout.strides, got.strides))
+    if not same:
+        raise ValueError(
+            f"{_namespace(like).__name__} cannot hold the layout asked for (sizes "
+            f"{layout.sizes}, strides {layout.strides}): its from_dlpack gave strides "
+            f"{got.strides}"
+        )
+    return out

@@ -11,7 +11,8 @@ from strided.interop import _ndarray
 from strided.interop._record import CPU, MemoryRecord, aliases
 from strided.layout import Layout
 
-__all__ = ["allocate", "describe", "describe_buffer", "ndarray_at", "numpy_dtype", "view"]
+__all__ = ["describe", "describe_buffer", "ndarray_at", "new_array", "numpy_dtype",
+           "refuse_raw_copy", "view"]
 
 # DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -68,6 +69,17 @@ def describe_buffer(x: Any) -> MemoryRecord:
     return describe(arr)
 
 
+def refuse_raw_copy(record: MemoryRecord, name: str) -> None:
+    """Refuse arrays of Python objects: a raw copy would duplicate references without their
+    reference counts."""
+    if record.owner.dtype.hasobject:
+        raise TypeError(
+            f"{name} holds Python objects (numpy dtype {record.owner.dtype}): strided copies "
+            f"raw memory, and copying references without their reference counts would corrupt "
+            f"it; use numpy's own copy (np.copyto) for object arrays"
+        )
+
+
 class _Interface:
     """Hands numpy an ``__array_interface__``; numpy keeps it (and so ``owner``) as ``.base``."""
 
@@ -113,8 +125,8 @@ def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> 
     return ndarray_at(record.ptr, layout, owner.dtype, readonly=readonly, owner=owner)
 
 
-def allocate(dtype: np.dtype, layout: Layout, order: tuple[int, ...] | None,
-             zero: bool) -> np.ndarray:
+def new_array(dtype: np.dtype, layout: Layout, order: tuple[int, ...] | None,
+              zero: bool) -> np.ndarray:
     """A new writeable array of ``dtype`` laid out as ``layout`` (an array of its own memory).
 
     With ``order`` (the layout is packed in that physical order, outermost first) it is a plain

@@ -8,10 +8,13 @@ from typing import Any
 from strided import _core
 from strided.layout import Layout
 
-__all__ = ["CPU", "MemoryRecord", "aliases", "check_view"]
+__all__ = ["CPU", "HOST_DEVICES", "MemoryRecord", "aliases", "check_view", "device_name"]
 
 CPU = (1, 0)
 """The DLPack device of host memory: ``(kDLCPU, 0)``."""
+
+HOST_DEVICES = frozenset({1, 3, 11})
+"""DLPack device types whose memory the CPU addresses directly: CPU, CUDA and ROCm pinned host."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,12 @@ class MemoryRecord:
     dtype: tuple[int, int, int] | None = None
     lazy: str | None = None
     immutable: bool = False
+
+    @property
+    def in_host_memory(self) -> bool:
+        """Whether the CPU may read and write the memory (CPU, or an accelerator's pinned host
+        memory): strided's own copies need it."""
+        return self.device[0] in HOST_DEVICES
 
     @property
     def buffer_elements(self) -> int:
@@ -119,3 +128,10 @@ def aliases(layout: Layout) -> bool:
         return layout.overlaps
     except _core.TooHardError:
         return True
+
+
+def device_name(x: Any, record: MemoryRecord) -> str:
+    """The device of ``x`` for an error message: the library's own name and DLPack's code."""
+    device = getattr(x, "device", None)
+    return f"{device} (DLPack device {record.device})" if device is not None else str(
+        record.device)

@@ -12,7 +12,8 @@ from typing import Any
 from strided.interop._record import CPU, MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["allocate", "copies_itself", "describe", "device_copy", "is_tensor", "view"]
+__all__ = ["allocate", "check_destination", "copies_itself", "describe", "device_copy",
+           "graph_copier", "is_tensor", "refuse_raw_copy", "resolved", "view", "written"]
 
 NO_DLPACK_DEVICE = (-1, 0)
 """The device of tensors DLPack has no code for (torch's ``meta`` device)."""
@@ -56,6 +57,49 @@ def device_copy(dst: Any, src: Any, share_memory: bool) -> None:
         if share_memory:
             src = src.clone()
         dst.copy_(src)
+
+
+def _copy_in_graph(dst: Any, src: Any) -> None:
+    dst.copy_(src)
+
+
+def graph_copier(record: MemoryRecord) -> Any:
+    """torch's ``copy_``, which keeps the result in the autograd graph, for a tensor that
+    requires grad; None for any other (strided copies it)."""
+    return _copy_in_graph if record.owner.requires_grad else None
+
+
+def refuse_raw_copy(record: MemoryRecord, name: str) -> None:
+    """Refuse quantized tensors: their bytes mean nothing without the quantizer (scale, zero
+    point), which a byte copy neither compares nor carries over to a new tensor."""
+    t = record.owner
+    if t.is_quantized:
+        raise ValueError(
+            f"{name} is a quantized torch tensor ({t.dtype}): strided copies raw elements and "
+            f"cannot carry its quantizer; dequantize it first ({name}.dequantize())"
+        )
+
+
+def check_destination(record: MemoryRecord, name: str) -> None:
+    """Refuse a destination that requires grad: a raw write would bypass autograd."""
+    if record.owner.requires_grad:
+        raise ValueError(
+            f"{name} requires grad: copyto writes its memory outside autograd; use "
+            f"{name}.copy_(src), which autograd records, or copy into {name}.detach()"
+        )
+
+
+def resolved(record: MemoryRecord) -> MemoryRecord:
+    """The record of a resolved copy of a tensor shown conjugated or negated (its memory holds
+    other values than it shows); the record itself when it has no lazy bit."""
+    if record.lazy is None:
+        return record
+    return describe(record.owner.resolve_conj().resolve_neg())
+
+
+def written(record: MemoryRecord) -> None:
+    """Bump the tensor's version counter, as torch's in-place ops do (autograd checks it)."""
+    sys.modules["torch"].autograd.graph.increment_version(record.owner)
 
 
 def _refuse_unstrided(t: Any) -> None:
@@ -207,6 +251,11 @@ def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: boo
     for NDHWC, contiguous for row-major, ``empty_strided`` for any other order. Without, the
     layout (offset and gaps included; no negative strides) is taken from a storage of
     ``layout.nbytes`` bytes with ``as_strided``. ``zero``: fill with zeros.
+
+    Raises
+    ------
+    ValueError
+        The layout has a negative stride on an axis of more than one element.
     """
     torch = sys.modules["torch"]
     options = {"dtype": like.dtype, "device": like.device}
@@ -220,6 +269,10 @@ def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: boo
         if out is None or (out.numel() and out.stride() != layout.strides):
             out = torch.empty_strided(layout.sizes, layout.strides, **options)
         return out.zero_() if zero else out
+    negative = _negative_axes(layout)
+    if negative:
+        raise ValueError(f"torch tensors cannot have negative strides, and layout has "
+                         f"strides {layout.strides} (axes {negative})")
     make = torch.zeros if zero else torch.empty
     storage = make(layout.nbytes // layout.itemsize, **options)
     return torch.as_strided(storage, layout.sizes, layout.strides, layout.offset)
