@@ -1,0 +1,303 @@
+"""The compiled fast paths of the adapters agree with the checked paths, or step aside.
+
+``copyto`` and ``layout_of`` first try ``strided.interop._ndarray`` (plain ndarrays, read from
+numpy's C struct) and ``strided.interop._tensor`` (plain CPU torch tensors, read through
+DLPack's C exchange API). Each either gives exactly what the checked path (``describe``, the
+interop layer) gives, or declines and leaves the case to it. These tests hold them to that:
+
+- ``layout_of_array`` / ``layout_of_tensor`` equal ``describe(x).layout`` on random layouts
+  (size-0 and size-1 dims, permuted, sliced, padded, stride 0, numpy's negative strides), and
+  return None for what they do not read (subclasses, non-arrays, unstrided tensors);
+- a torch copy by the fast path writes what torch's own ``copy_`` would (the oracle is torch),
+  bumps the version counter once, and leaves every other byte of the storage alone, also when
+  source and destination share memory;
+- whatever the fast path must not copy (a destination that requires grad, lazy bits, a
+  subclass, another dtype or shape, a destination overlapping itself) reaches the checked path,
+  which refuses it with its own message or copies it by value;
+- tensors the exchange API refuses (sparse, quantized, meta, nested, mkldnn) are decided by
+  the checked path, in a subprocess in case a torch build crashes on them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
+from strategies import copy_sizes, layouts, nonoverlapping_strides, source_strides
+
+import strided as st
+from strided.interop import _ndarray, _tensor, describe
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+if HAVE_TORCH:
+    import torch
+
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed")
+
+
+def _numpy_view(layout, dtype=np.int16):
+    """An ndarray over a fresh buffer laid out as ``layout`` (its offset moved to 0)."""
+    lo, hi = layout.span if layout.size else (0, 0)
+    base = np.arange(max(hi - lo + 1, 1), dtype=dtype)
+    byte_strides = tuple(s * base.itemsize for s in layout.strides)
+    start = (layout.offset - lo) * base.itemsize if layout.size else 0
+    return np.lib.stride_tricks.as_strided(base[start // base.itemsize:], layout.sizes,
+                                           byte_strides, writeable=False)
+
+
+# ---- layout_of -------------------------------------------------------------------------------
+
+
+@settings(max_examples=300)
+@given(layouts(itemsizes=(1, 2, 4, 8)))
+def test_layout_of_array_is_describes_layout(layout):
+    dtype = {1: np.uint8, 2: np.int16, 4: np.float32, 8: np.complex64}[layout.itemsize]
+    a = _numpy_view(layout, dtype)
+    fast = _ndarray.layout_of_array(a)
+    assert fast == describe(a).layout
+    assert st.layout_of(a) == fast
+    assert fast.sizes == a.shape and fast.itemsize == a.itemsize
+
+
+@pytest.mark.parametrize("x", [
+    np.zeros((2, 3)).view(np.matrix),        # a subclass: its own rules, the checked path's
+    np.ma.masked_array(np.zeros(3)),
+    b"abc", bytearray(4), memoryview(b"ab"), [1, 2], 3.0, None,
+], ids=lambda x: type(x).__name__)
+def test_layout_of_array_declines_what_it_does_not_read(x):
+    assert _ndarray.layout_of_array(x) is None
+
+
+def test_layout_of_array_declines_unusual_numpy_arrays():
+    assert _ndarray.layout_of_array(np.zeros(3, dtype="V0")) is None      # no bytes per item
+    odd = np.lib.stride_tricks.as_strided(np.zeros(8, np.int32), (2,), (6,))
+    assert _ndarray.layout_of_array(odd) is None        # byte strides not whole elements
+    with pytest.raises(ValueError, match="multiple"):
+        st.layout_of(odd)                                # the checked path explains
+
+
+@needs_torch
+@settings(max_examples=300)
+@given(layouts(itemsizes=(1, 2, 4, 8)), hst.sampled_from(["uint8", "int16", "float32",
+                                                           "float64", "bfloat16", "bool"]))
+def test_layout_of_tensor_is_describes_layout(layout, dtype):
+    strides = tuple(abs(s) for s in layout.strides)       # torch holds no negative strides
+    size = 1 + sum((n - 1) * s for n, s in zip(layout.sizes, strides)) if layout.size else 0
+    base = torch.zeros(size + 3, dtype=getattr(torch, dtype))
+    t = torch.as_strided(base, layout.sizes, strides, 3 if layout.size else 0)
+    fast = _tensor.layout_of_tensor(t)
+    assert fast == describe(t).layout
+    assert st.layout_of(t) == fast
+    assert fast.sizes == tuple(t.shape) and fast.itemsize == t.element_size()
+
+
+@needs_torch
+def test_layout_of_tensor_reads_views_torch_makes():
+    x = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(2, 3, 4, 5)
+    for t in (x, x.permute(0, 2, 3, 1), x[:, 1:, ::2], x[:, :1].expand(2, 7, 4, 5), x[0, 0, 0],
+              x[:0], x.contiguous(memory_format=torch.channels_last), x.t() if x.ndim == 2
+              else x.transpose(1, 3), torch.tensor(5.0)):
+        assert _tensor.layout_of_tensor(t) == describe(t).layout
+
+
+@needs_torch
+def test_layout_of_tensor_declines_subclasses_and_non_tensors():
+    assert _tensor.layout_of_tensor(torch.nn.Parameter(torch.zeros(3))) is None
+    assert _tensor.layout_of_tensor(np.zeros(3)) is None
+    assert _tensor.layout_of_tensor("tensor") is None
+    assert st.layout_of(torch.nn.Parameter(torch.zeros(2, 3))) == st.Layout((2, 3), itemsize=4)
+
+
+# ---- torch copies --------------------------------------------------------------------------
+
+
+@hst.composite
+def torch_copy_cases(draw):
+    """(sizes, dst strides, src strides, shared): non-negative strides (torch's), and whether
+    the source is another view of the destination's storage."""
+    sizes = draw(copy_sizes(max_rank=5))
+    dst = tuple(abs(s) for s in draw(nonoverlapping_strides(sizes)))
+    src = tuple(abs(s) for s in draw(source_strides(sizes)))
+    return sizes, dst, src, draw(hst.booleans())
+
+
+def _span(sizes, strides):
+    return 1 + sum((n - 1) * s for n, s in zip(sizes, strides)) if 0 not in sizes else 0
+
+
+@needs_torch
+@settings(max_examples=300)
+@given(torch_copy_cases(), hst.sampled_from(["float32", "int8", "float64", "complex64"]))
+def test_torch_fast_copy_writes_what_copy_would(case, dtype):
+    sizes, dst_strides, src_strides, shared = case
+    dtype = getattr(torch, dtype)
+    length = 4 + max(_span(sizes, dst_strides), _span(sizes, src_strides))
+    storage = torch.arange(length, dtype=torch.float64).to(dtype)
+    other = (torch.arange(length, dtype=torch.float64) * -1 - 1).to(dtype)
+    dst = torch.as_strided(storage, sizes, dst_strides, 2)
+    src = torch.as_strided(storage if shared else other, sizes, src_strides, 1)
+    want = storage.clone()
+    torch.as_strided(want, sizes, dst_strides, 2).copy_(src.clone())   # torch is the oracle
+    version = dst._version
+    assert _tensor.copyto_tensors(dst, src, 1) is True
+    assert torch.equal(storage, want)
+    assert dst._version == version + (1 if dst.numel() else 0)
+
+
+@needs_torch
+def test_torch_fast_copy_is_taken_for_plain_cpu_pairs(monkeypatch):
+    """copyto on two plain CPU tensors never reaches the interop layer."""
+    from strided import copy as strided_copy
+
+    def checked(*args):
+        raise AssertionError("the checked path was taken")
+
+    monkeypatch.setattr(strided_copy, "_copyto_checked", checked)
+    dst = torch.zeros(3, 224, 224)
+    src = torch.rand(224, 224, 3).permute(2, 0, 1)
+    st.copyto(dst, src)
+    assert torch.equal(dst, src)
+    small = torch.zeros(16)
+    st.copyto(small, torch.arange(16.0), num_threads=1)
+    assert small.tolist() == list(range(16))
+
+
+def _lazy_neg(n=3):
+    return torch._neg_view(torch.zeros(n, dtype=torch.complex64))
+
+
+@needs_torch
+@pytest.mark.parametrize("case", ["dst requires grad", "dst is a Parameter", "dst lazy conj",
+                                  "dst lazy neg", "dst overlaps itself", "dtypes differ",
+                                  "shapes differ", "broadcast needed"])
+def test_torch_fast_path_declines_and_the_checked_path_refuses(case):
+    dst, src, error, match = {
+        "dst requires grad": (torch.zeros(3, requires_grad=True) * 1, torch.ones(3),
+                              ValueError, "requires grad"),
+        "dst is a Parameter": (torch.nn.Parameter(torch.zeros(3)), torch.ones(3),
+                               ValueError, "requires grad"),
+        "dst lazy conj": (torch.zeros(3, dtype=torch.complex64).conj(),
+                          torch.ones(3, dtype=torch.complex64), ValueError, "lazy conj"),
+        "dst lazy neg": (_lazy_neg(), torch.ones(3, dtype=torch.complex64), ValueError,
+                         "lazy neg"),
+        "dst overlaps itself": (torch.zeros(3).expand(2, 3), torch.ones(2, 3), ValueError,
+                                "overlap each other"),
+        "dtypes differ": (torch.zeros(3), torch.ones(3, dtype=torch.float64), TypeError,
+                          "dtype"),
+        "shapes differ": (torch.zeros(3), torch.ones(4), ValueError, "same sizes"),
+        "broadcast needed": (torch.zeros(2, 3), torch.ones(3), ValueError, "same sizes"),
+    }[case]
+    before = dst.detach().clone().resolve_conj().resolve_neg()
+    version = dst._version
+    assert _tensor.copyto_tensors(dst, src, 1) is False
+    with pytest.raises(error, match=match):
+        st.copyto(dst, src)
+    assert torch.equal(dst.detach().resolve_conj().resolve_neg(), before)
+    assert dst._version == version
+
+
+@needs_torch
+def test_torch_fast_path_declines_lazy_sources_and_the_checked_path_copies_values():
+    dst = torch.zeros(2, dtype=torch.complex64)
+    src = torch.tensor([1 + 2j, 3 - 4j]).conj()
+    assert _tensor.copyto_tensors(dst, src, 1) is False
+    st.copyto(dst, src)
+    assert dst.tolist() == [1 - 2j, 3 + 4j]
+    negated = torch._neg_view(torch.tensor([1 + 1j, 2 + 0j]))
+    st.copyto(dst, negated)
+    assert dst.tolist() == [-1 - 1j, -2 + 0j]
+
+
+@needs_torch
+def test_torch_parameter_without_grad_is_written_by_the_checked_path():
+    p = torch.nn.Parameter(torch.zeros(3), requires_grad=False)
+    version = p._version
+    st.copyto(p, torch.arange(3.0))
+    assert p.tolist() == [0.0, 1.0, 2.0] and p._version > version
+
+
+@needs_torch
+def test_mixed_numpy_and_torch_pairs_are_copied():
+    t = torch.zeros(2, 3, dtype=torch.int32)
+    st.copyto(t, np.arange(6, dtype=np.int32).reshape(3, 2).T)
+    assert t.tolist() == [[0, 2, 4], [1, 3, 5]]
+    a = np.zeros((2, 3), np.int32)
+    st.copyto(a, t.t().contiguous().t())
+    assert a.tolist() == t.tolist()
+
+
+# ---- tensors the exchange API does not read: in a subprocess ---------------------------------
+
+_UNREAD = textwrap.dedent("""
+    import warnings
+    warnings.simplefilter("ignore")
+    import torch
+    import strided as st
+    from strided.interop import _tensor
+    cases = {
+        "meta": lambda: torch.zeros(3, device="meta"),
+        "sparse": lambda: torch.zeros(3).to_sparse(),
+        "sparse_csr": lambda: torch.eye(3).to_sparse_csr(),
+        "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
+        "nested": lambda: torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)]),
+        "mkldnn": lambda: torch.zeros(3).to_mkldnn(),
+    }
+    for name, make in cases.items():
+        try:
+            t = make()
+        except Exception:
+            print(name, "unavailable")
+            continue
+        fast = (_tensor.layout_of_tensor(t), _tensor.copyto_tensors(t, t, 1))
+        try:
+            st.copyto(t, make())
+            outcome = "copied"
+        except (TypeError, ValueError) as exc:
+            outcome = type(exc).__name__
+        print(name, fast[0], fast[1], outcome)
+""")
+
+
+@needs_torch
+def test_tensors_the_exchange_api_refuses_go_to_the_checked_path():
+    out = subprocess.run([sys.executable, "-c", _UNREAD], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    results = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()}
+    for name, result in results.items():
+        if result == ["unavailable"]:
+            continue
+        layout, fast_copy, outcome = result
+        assert (layout, fast_copy) == ("None", "False"), name
+        # meta tensors are copied by torch (no memory); the rest are refused with an error
+        assert outcome == ("copied" if name == "meta" else "ValueError"), (name, outcome)
+    assert {"sparse", "quantized"} <= set(results)
+
+
+def test_torch_loaded_after_strided_is_found():
+    """The fast path looks for torch on each call until torch is loaded."""
+    if not HAVE_TORCH:
+        pytest.skip("torch is not installed")
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import strided as st
+        st.copyto(np.zeros(3), np.ones(3))
+        assert st.layout_of(np.zeros(2)) == st.Layout((2,), itemsize=8)
+        assert "torch" not in sys.modules
+        import torch
+        from strided.interop import _tensor
+        dst = torch.zeros(4)
+        assert _tensor.copyto_tensors(dst, torch.ones(4), 1) is True
+        print(dst.tolist())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "[1.0, 1.0, 1.0, 1.0]"
