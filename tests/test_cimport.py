@@ -1,5 +1,6 @@
 """The installed ``.pxd`` files let other Cython code ``cimport`` strided's C routines: the
-arithmetic of ``_core.pxd`` and the copy engine of ``_copy.pxd``."""
+arithmetic of ``_core.pxd``, the copy engine of ``_copy.pxd``, the DLPack structs of
+``interop/_capsule.pxd`` and the torch fast path of ``interop/_tensor.pxd``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,26 @@ USER_MODULE = """
 from libc.stdint cimport int64_t
 from strided._core cimport MAX_NDIM, STATUS_OK, c_overlaps, c_span
 from strided._copy cimport copy_elements, copy_threads
+from strided.interop._capsule cimport DLTensor
+from strided.interop._tensor cimport copy_tensors
+
+
+def dltensor_fields():
+    # the DLPack struct of _capsule.pxd, filled by hand
+    cdef int64_t shape[2]
+    cdef DLTensor t
+    shape[0] = 2
+    shape[1] = 3
+    t.ndim = 2
+    t.shape = shape
+    t.strides = NULL
+    t.byte_offset = 0
+    t.dtype.bits = 32
+    return t.ndim, t.shape[1], t.dtype.bits
+
+
+def copy_two_tensors(dst, src):
+    return copy_tensors(dst, src, 1)
 
 
 def span_and_overlap(sizes, strides):
@@ -58,6 +79,7 @@ import use_core
 print(use_core.span_and_overlap((2, 3), (-5, 1)), use_core.span_and_overlap((3, 3), (1, 1)))
 dst = bytearray(6)
 print(use_core.transpose_bytes(dst, bytes(range(6)), 2, 3), list(dst))
+print(use_core.dltensor_fields(), use_core.copy_two_tensors(dst, dst))  # not tensors: declined
 """
 
 
@@ -73,3 +95,4 @@ def test_cimport_from_another_cython_module(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split("\n")[0] == "(-5, 2, 0) (0, 4, 1)"
     assert result.stdout.split("\n")[1] == "0 [0, 3, 1, 4, 2, 5]"     # 0: copied
+    assert result.stdout.split("\n")[2] == "(2, 3, 32) False"

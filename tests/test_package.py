@@ -44,8 +44,20 @@ def test_openmp_flag_is_a_bool_and_matches_the_core():
 def test_typing_and_cython_files_are_installed():
     package = Path(strided.__file__).parent
     for name in ("py.typed", "_core.pyi", "_core.pxd", "_copy.pyi", "_copy.pxd", "_openmp.pxd",
-                 "interop/_capsule.pyi", "interop/_ndarray.pyi"):
+                 "interop/_capsule.pyi", "interop/_capsule.pxd", "interop/_ndarray.pyi",
+                 "interop/_tensor.pyi", "interop/_tensor.pxd"):
         assert (package / name).is_file(), name
+
+
+def test_every_compiled_module_has_a_stub():
+    """A .pyi next to each extension module: the built ones of an installed package, or the
+    .pyx sources of an editable one."""
+    package = Path(strided.__file__).parent
+    compiled = [*package.rglob("*.so"), *package.rglob("*.pyd"), *package.rglob("*.pyx")]
+    assert compiled
+    for module in compiled:
+        stub = module.with_name(module.name.split(".")[0] + ".pyi")
+        assert stub.is_file(), module
 
 
 def test_public_names():
