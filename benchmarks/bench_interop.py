@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 import strided as st
-from strided._bench import _calibrate, machine_facts
+from strided._cli._report import calibrate, machine_facts
 
 Row = tuple[str, Callable[[], object], str, Callable[[], object]]
 
@@ -83,7 +83,7 @@ def _paired_medians(a: Callable[[], object], b: Callable[[], object], repeat: in
     """Median seconds per call of a and b, sampled alternately."""
     a(), b()                # first calls may import or cache things: keep them out
     timers = [timeit.Timer(a), timeit.Timer(b)]
-    numbers = [_calibrate(timer, sample_s) for timer in timers]
+    numbers = [calibrate(timer, sample_s) for timer in timers]
     samples: list[list[float]] = [[], []]
     for _ in range(repeat):
         for k in (0, 1):

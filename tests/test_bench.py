@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import strided
-import strided._bench_copy as bench_copy
+import strided._cli.bench_copy as bench_copy
 from strided import Layout, buffer_size
-from strided._bench import (
+from strided._cli.bench_layout import (
     CASES,
     OPERATIONS,
     PyLayout,

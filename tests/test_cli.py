@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-import strided._bench
-import strided._bench_copy
+import strided._cli.bench_copy
+import strided._cli.bench_layout
 from strided import Layout
-from strided.__main__ import main
-from strided._explain import element_name, explain, memory_map
+from strided._cli import main
+from strided._cli.explain import element_name, explain, memory_map
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -261,7 +261,7 @@ def test_bench_runs_the_relayout_benchmark(monkeypatch: pytest.MonkeyPatch) -> N
         calls.append((list(argv or []), kwargs))
         return 0
 
-    monkeypatch.setattr(strided._bench_copy, "main", fake_main)
+    monkeypatch.setattr(strided._cli.bench_copy, "main", fake_main)
     assert main(["bench"]) == 0
     assert main(["bench", "--quick", "--sizes", "0.25"]) == 0
     assert main(["bench", "copy", "--markdown"]) == 0
@@ -277,7 +277,7 @@ def test_bench_layout_runs_the_layout_benchmark(monkeypatch: pytest.MonkeyPatch)
         calls.append(list(argv or []))
         return 0
 
-    monkeypatch.setattr(strided._bench, "main", fake_main)
+    monkeypatch.setattr(strided._cli.bench_layout, "main", fake_main)
     assert main(["bench", "layout", "--quick", "--explain-ignored"]) == 0
     assert calls == [["--quick", "--explain-ignored"]]
 

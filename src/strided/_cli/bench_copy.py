@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from strided._bench import _calibrate, machine_facts, render_table
+from strided._cli._report import calibrate, machine_facts, render_table
 
 __all__ = [
     "CASES",
@@ -470,7 +470,7 @@ def run_case(
     sample_s = sample_ms / 1000.0
     names = list(contenders)
     timers = {name: timeit.Timer(contenders[name]) for name in names}
-    numbers = {name: _calibrate(timers[name], sample_s) for name in names}
+    numbers = {name: calibrate(timers[name], sample_s) for name in names}
     times: dict[str, list[float]] = {name: [] for name in names}
     before = _cpu_seconds()
     for k in range(repeat):
@@ -564,7 +564,7 @@ def small_copy(*, repeat: int = 15, sample_ms: float = 20.0, with_torch: bool = 
         timers[name] = timeit.Timer(stmt, setup="f = _f; a = _a; b = _b",
                                     globals={"_f": f, "_a": a, "_b": b})
         timers[name].timeit(10)  # warm-up
-    numbers = {name: _calibrate(timer, sample_ms / 1000.0) for name, timer in timers.items()}
+    numbers = {name: calibrate(timer, sample_ms / 1000.0) for name, timer in timers.items()}
     names = list(timers)
     times: dict[str, list[float]] = {name: [] for name in names}
     for k in range(repeat):

@@ -31,14 +31,14 @@ import argparse
 import gc
 import math
 import operator
-import os
-import platform
 import statistics
 import sys
 import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from strided._cli._report import calibrate, loop_overhead_ns, machine_facts, render_table
 
 __all__ = [
     "AIM_NS",
@@ -59,8 +59,6 @@ AIM_NS = 2000.0
 AIM_MAX_RANK = 5
 
 _INT64_MIN = -(1 << 63)
-#: The copy kernels' SIMD levels (strided._copy._simd()).
-_SIMD_NAMES = {0: "baseline (SSE2 on x86-64)", 1: "SSSE3", 2: "SSSE3 and AVX2"}
 _INT64_MAX = (1 << 63) - 1
 _MAX_NDIM = 64
 
@@ -452,16 +450,6 @@ def _timer(cls: Any, bsize: Callable[..., int], case: Case, stmt: str) -> timeit
     return timeit.Timer(stmt, setup=_SETUP, globals={"_ns": ns})
 
 
-def _calibrate(timer: timeit.Timer, sample_s: float) -> int:
-    """Loop count so that one sample takes about ``sample_s`` seconds."""
-    number = 1
-    while True:
-        elapsed = timer.timeit(number)
-        if elapsed >= sample_s / 10:
-            return max(1, round(number * sample_s / elapsed))
-        number *= 10
-
-
 def _check_agreement(case: Case) -> str:
     """Both implementations give the same answers on the case; return the overlap path."""
     from strided import Layout, buffer_size
@@ -513,8 +501,8 @@ def run(
         for label, stmt in OPERATIONS:
             st = _timer(Layout, buffer_size, case, stmt)
             py = _timer(PyLayout, py_buffer_size, case, stmt)
-            n_st = _calibrate(st, sample_s)
-            n_py = _calibrate(py, sample_s)
+            n_st = calibrate(st, sample_s)
+            n_py = calibrate(py, sample_s)
             res = Result(case, label, note=f"python: {path}" if "overlaps" in label else "")
             for k in range(repeat):
                 pair = [(st, n_st, res.strided_ns), (py, n_py, res.python_ns)]
@@ -527,50 +515,6 @@ def run(
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
-
-
-def _loop_overhead_ns() -> float:
-    t = timeit.Timer("pass")
-    return statistics.median(t.timeit(200_000) / 200_000 * 1e9 for _ in range(5))
-
-
-def machine_facts() -> list[str]:
-    """Lines describing the interpreter, the build and the machine."""
-    import strided
-
-    try:
-        load = ", load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-    except (AttributeError, OSError):
-        load = ""
-    return [
-        f"python {platform.python_version()} ({platform.python_implementation()}), "
-        f"strided {strided.__version__}",
-        f"strided.openmp_enabled() = {strided.openmp_enabled()}, copy kernels: "
-        f"{_SIMD_NAMES.get(strided._copy._simd(), '?')}",
-        f"platform: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs{load}",
-    ]
-
-
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int],
-                 markdown: bool) -> str:
-    """A fixed-width table (a pipe table with ``markdown``), columns in ``right`` right-aligned."""
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = [c.rjust(w) if i in right else c.ljust(w)
-                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
-        if markdown:
-            return ("| " + " | ".join(padded) + " |").rstrip()
-        return "  ".join(padded).rstrip()
-
-    out = [line(header)]
-    if markdown:
-        out.append("|" + "|".join(("-" * (w + 1) + ":") if i in right else "-" * (w + 2)
-                                  for i, w in enumerate(widths)) + "|")
-    else:
-        out.append("  ".join("-" * w for w in widths))
-    out.extend(line(row) for row in rows)
-    return "\n".join(out)
 
 
 def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
@@ -648,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     print(f"timing {len(CASES)} layouts x {len(OPERATIONS)} operations, {repeat} samples of "
           f"~{sample_ms:g} ms per side ...", file=sys.stderr, flush=True)
-    overhead = _loop_overhead_ns()
+    overhead = loop_overhead_ns()
     results = run(CASES, repeat=repeat, sample_ms=sample_ms,
                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(report(results, repeat=repeat, sample_ms=sample_ms, overhead_ns=overhead,
