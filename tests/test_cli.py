@@ -174,7 +174,7 @@ def test_no_arguments_walk_through_the_documentation(
     assert "32 bytes (DirectML, rounded up to 4); exact 30 bytes" in sections[6]
 
 
-def test_subprocess_explain() -> None:
+def test_subprocess_draws_the_map() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "strided", "explain", "--sizes", "2,3", "--strides", "5,1"],
         capture_output=True, text=True, check=False, timeout=120,
@@ -223,7 +223,7 @@ def test_subprocess_error_is_one_line() -> None:
         (["NHWC", "--sizes", "1,2,3,4", "--strides", "1,2,3,4"], r"disagree"),
     ],
 )
-def test_explain_errors_are_one_line(
+def test_errors_are_one_line(
     capsys: pytest.CaptureFixture[str], argv: list[str], pattern: str
 ) -> None:
     status, out, err = run(capsys, "explain", *argv)
@@ -322,5 +322,5 @@ def test_memory_map_columns_are_aligned() -> None:
     assert values.split()[-1] == "AD"
 
 
-def test_explain_title_comes_first() -> None:
+def test_title_comes_first() -> None:
     assert explain(Layout((2, 3)), title="demo").splitlines()[0] == "demo"

@@ -241,7 +241,7 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     return joined
 
 
-def _run_bench(argv: list[str]) -> int:
+def _run_benchmark(argv: list[str]) -> int:
     """``bench [copy] ...``: the relayout benchmark; ``bench layout ...``: Layout's call cost."""
     try:
         if argv[:1] == ["layout"]:
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["bench"]:
-        return _run_bench(args_list[1:])
+        return _run_benchmark(args_list[1:])
     parser, explain_parser = _build_parser()
     try:
         args, extra = parser.parse_known_args(_attach_negative_values(args_list))

@@ -1,36 +1,67 @@
-"""Per-call cost of :class:`strided.Layout` against a pure-Python version of the same formulas.
+"""Per-call cost of :class:`strided.Layout` against what numpy and torch users call instead.
 
 ``python -m strided bench layout`` and ``python benchmarks/bench_layout.py`` call :func:`main`.
-For each case (a layout of rank 1 to 8) and each operation (construction, construction + ``span``,
-``is_packed``, ``overlaps``, :func:`strided.buffer_size`, a cached property read) it times the
-compiled :class:`strided.Layout` and :class:`PyLayout`, the pure-Python reference below, side by
-side in one process: every sample runs a ``timeit`` loop of about 20 ms, the two sides alternate
-(strided first on even samples, Python first on odd ones), and the table reports the median ns
-per call of each side and the median of the paired ratios ``python / strided`` (above 1: strided
-is faster). The machine may be shared and noisy: medians of paired, alternating samples are what
+For each case (a layout of rank 1 to 8, itemsize 4) and each operation, it times the strided
+call and the numpy and torch calls that answer the same question, side by side in one process:
+every sample runs a ``timeit`` loop of about 20 ms, the contenders take turns in an order that
+rotates from sample to sample, and the table reports the median ns per call of each and the
+medians of the paired ratios ``numpy / strided`` and ``torch / strided`` (above 1: strided is
+faster). The machine may be shared and noisy: medians of paired, alternating samples are what
 survive that; single figures do not.
 
-:class:`PyLayout` and :func:`py_buffer_size` are an honest reference, not a straw man: they
-validate the same things (integers, not bools; sizes >= 0; matching lengths; rank <= 64; every
-quantity inside int64), compute the size and span eagerly as ``Layout`` does, and cache the
-predicates. They agree with ``strided`` on every layout (``tests/test_bench.py`` checks it).
+The stand-ins (``V`` is ``np.lib.stride_tricks.as_strided``, ``origin`` the float32 buffer
+sliced at the case's offset, ``bstrides`` the strides in bytes, ``T`` is ``torch.as_strided``
+and ``flat`` a tensor over the same buffer):
+
+============================= =============================== ===================================
+strided                       numpy                           torch
+============================= =============================== ===================================
+``Layout(...)``               ``V(origin, sizes, bstrides)``  ``T(flat, sizes, strides, offset)``
+``Layout(...).span``          ``byte_bounds(V(...))``         none: torch has no span
+``Layout(...).is_contiguous`` ``V(...).flags.c_contiguous``   ``T(...).is_contiguous()``
+``Layout(...).is_packed``     none                            none
+``Layout(...).overlaps``      ``internal_overlap(V(...))``    none
+``buffer_size(...)``          ``byte_bounds``: high - low     none
+``x.is_contiguous``           ``a.flags.c_contiguous``        ``t.is_contiguous()``
+============================= =============================== ===================================
+
+Why these, and what they do not cover:
+
+- numpy has no offset argument: ``origin`` (the buffer sliced at the offset) is made once,
+  outside the timed loop, so numpy is not charged for it.
+- ``byte_bounds`` is ``numpy.lib.array_utils.byte_bounds``: the bytes ``[low, high)`` the
+  array reaches, the span in bytes; with itemsize 4, ``high - low`` is also DirectML's buffer
+  size (rounded up to 4), which :func:`strided.buffer_size` computes from sizes and strides.
+- ``is_packed`` (packed in *any* dimension order) has no numpy or torch call: ``c_contiguous``,
+  ``f_contiguous`` and ``is_contiguous(memory_format=...)`` each test one order. The row-major
+  question they do answer is ``is_contiguous``, which is what the numpy and torch columns time;
+  ``is_packed`` is timed for strided alone.
+- numpy's exact self-overlap test (the one ufuncs use to decide whether an output needs a
+  temporary) has no public entry point; ``internal_overlap`` is its test hook,
+  ``numpy._core._multiarray_tests.internal_overlap``, timed because it runs the same exact
+  algorithm. torch's ``_debug_has_internal_overlap`` is a private heuristic (it answers "too
+  hard" for anything neither contiguous nor broadcast): not a stand-in.
+- torch has no negative strides: the case with a reversed axis has no torch figures.
+
+Before a case is timed, every stand-in's answers are compared with strided's (the layout
+built, span, contiguity, overlap, buffer size); a difference is an ``AssertionError``.
 
 Examples
 --------
->>> PyLayout((2, 3), (5, 1)).span, PyLayout((2, 3), (5, 1)).is_packed
-((0, 7), False)
->>> PyLayout((3, 3), (2, 3)).overlaps, PyLayout((3, 3), (1, 1)).overlaps
-(False, True)
->>> py_buffer_size((1, 1, 3, 5), itemsize=2)      # DirectML: 30 bytes, DWORD-aligned
-32
+>>> case = CASES_BY_NAME["NCHW padded W->64"]
+>>> answers = stand_in_answers(case)
+>>> answers["numpy"]["span"] == answers["strided"]["span"] == (0, 1834999)
+True
+>>> [op.label for op in OPERATIONS if op.numpy is None]
+['construct + .is_packed']
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import math
-import operator
+import importlib
+import importlib.util
 import statistics
 import sys
 import timeit
@@ -38,308 +69,39 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strided._cli._report import calibrate, loop_overhead_ns, machine_facts, render_table
+import numpy as np
+
+from strided._cli._report import (
+    loop_overhead_ns,
+    machine_facts,
+    paired_ratio,
+    render_table,
+    sample_alternating,
+)
 
 __all__ = [
     "AIM_NS",
     "CASES",
+    "CASES_BY_NAME",
+    "CONTENDERS",
     "OPERATIONS",
     "Case",
-    "PyLayout",
+    "Operation",
     "Result",
+    "check_agreement",
     "main",
-    "overlap_decision",
-    "py_buffer_size",
     "run",
+    "stand_in_answers",
 ]
 
 #: The aim of the issue: at most this many nanoseconds per call for rank <= 5.
 AIM_NS = 2000.0
 #: Ranks the aim applies to.
 AIM_MAX_RANK = 5
-
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
-_MAX_NDIM = 64
-
-
-# --------------------------------------------------------------------------------------------
-# The pure-Python reference
-# --------------------------------------------------------------------------------------------
-
-
-def _as_int64(value: Any, name: str, i: int | None = None) -> int:
-    """``value`` as a Python int in the int64 range; bools and non-integers are TypeError."""
-    if type(value) is not int:
-        what = name if i is None else f"{name}[{i}]"
-        if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
-            raise TypeError(f"{what} must be an integer, not a bool ({value!r})")
-        try:
-            value = operator.index(value)
-        except TypeError:
-            raise TypeError(
-                f"{what} must be an integer, got {type(value).__name__} {value!r}"
-            ) from None
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        what = name if i is None else f"{name}[{i}]"
-        raise OverflowError(f"{what} = {value} does not fit in a signed 64-bit integer")
-    return value
-
-
-def _load(obj: Any, name: str, nonnegative: bool) -> tuple[int, ...]:
-    """A sequence of integers (or one integer, meaning one dim) as a validated tuple."""
-    if type(obj) is tuple or type(obj) is list:
-        seq = obj
-    elif obj is None or isinstance(obj, (str, bytes, bytearray, float, complex)):
-        raise TypeError(f"{name} must be a sequence of integers, got {type(obj).__name__} {obj!r}")
-    elif hasattr(type(obj), "__index__") and not hasattr(type(obj), "__len__"):
-        seq = (obj,)
-    else:
-        try:
-            seq = tuple(obj)
-        except TypeError:
-            raise TypeError(f"{name} must be a sequence of integers, got {type(obj).__name__}") \
-                from None
-    if len(seq) > _MAX_NDIM:
-        raise ValueError(f"{name} has {len(seq)} entries: a layout has at most {_MAX_NDIM} "
-                         f"dimensions")
-    out = []
-    for i, v in enumerate(seq):
-        v = _as_int64(v, name, i)
-        if nonnegative and v < 0:
-            raise ValueError(f"{name}[{i}] must be >= 0, got {v}")
-        out.append(v)
-    return tuple(out)
-
-
-def _load_pair(
-    sizes: Any, strides: Any
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Validated sizes and strides (``None``: packed row-major) of equal length."""
-    sizes = _load(sizes, "sizes", True)
-    if strides is None:
-        acc = 1
-        out = []
-        for n in reversed(sizes):
-            out.append(acc)
-            if n > 1:
-                acc *= n
-        if acc > _INT64_MAX:
-            raise OverflowError(f"the packed strides of sizes {sizes!r} leave int64")
-        return sizes, tuple(reversed(out))
-    strides = _load(strides, "strides", False)
-    if len(strides) != len(sizes):
-        raise ValueError(
-            f"strides has {len(strides)} entries but sizes has {len(sizes)}: they must match"
-        )
-    return sizes, strides
-
-
-def _span(sizes: tuple[int, ...], strides: tuple[int, ...], offset: int) -> tuple[int, int]:
-    """``(lowest, highest)`` offset reached; ``(offset, offset - 1)`` when empty."""
-    if 0 in sizes:
-        return offset, offset - 1
-    lo = hi = offset
-    for n, s in zip(sizes, strides, strict=True):
-        ext = (n - 1) * s
-        if ext >= 0:
-            hi += ext
-        else:
-            lo += ext
-    if not (_INT64_MIN <= lo and hi <= _INT64_MAX and hi - lo <= _INT64_MAX):
-        raise OverflowError(
-            f"the span of the layout with sizes {sizes!r} and strides {strides!r} leaves the "
-            f"signed 64-bit range"
-        )
-    return lo, hi
-
-
-def overlap_decision(sizes: Sequence[int], strides: Sequence[int]) -> tuple[bool, str]:
-    """Whether two distinct indices reach the same offset, and which test decided it.
-
-    The pure-Python algorithm: a size-0 layout never overlaps; a stride 0 on a dim of size > 1
-    always does; otherwise sort the dims of size > 1 by ``|stride|`` and apply the *sufficient
-    test* (every stride exceeds the reach ``sum(|s| * (n - 1))`` of the smaller dims: no
-    overlap). When that test is inconclusive, count: more indices than offsets in the span
-    overlap (pigeonhole), else *enumerate* the offsets dim by dim into a set and stop at the
-    first repeat. Exact, like :func:`strided._core.overlaps` (which replaces the enumeration by
-    pairwise gcd tests, merging and a bounded search).
-
-    Returns
-    -------
-    (bool, str)
-        The answer and the deciding test: ``"empty"``, ``"stride 0"``, ``"sufficient test"``,
-        ``"pigeonhole"`` or ``"enumeration"``.
-
-    Examples
-    --------
-    >>> overlap_decision((2, 3, 4, 5), (60, 1, 15, 3))
-    (False, 'sufficient test')
-    >>> overlap_decision((3, 3), (2, 3))
-    (False, 'enumeration')
-    """
-    if 0 in sizes:
-        return False, "empty"
-    dims = []
-    for n, s in zip(sizes, strides, strict=True):
-        if n > 1:
-            if s == 0:
-                return True, "stride 0"
-            dims.append((s if s >= 0 else -s, n))
-    dims.sort()
-    reach = 0
-    for s, n in dims:
-        if s <= reach:
-            break
-        reach += s * (n - 1)
-    else:
-        return False, "sufficient test"
-    count = 1
-    for _, n in dims:
-        count *= n
-    width = 1 + sum(s * (n - 1) for s, n in dims)
-    if count > width:
-        return True, "pigeonhole"
-    offsets = {0}
-    for s, n in dims:
-        grown = {o + k * s for o in offsets for k in range(n)}
-        if len(grown) < len(offsets) * n:
-            return True, "enumeration"
-        offsets = grown
-    return False, "enumeration"
-
-
-class PyLayout:
-    """Pure-Python reference of :class:`strided.Layout` (construction, span, predicates).
-
-    The same validation and formulas, in plain Python: the baseline the benchmark compares the
-    compiled core against. Not part of the public API.
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        Elements along each dimension (>= 0), at most 64 dimensions.
-    strides : sequence of int, optional
-        Element strides (any int64); default packed row-major.
-    offset : int, optional
-        Element offset of index ``(0, ..., 0)``.
-    itemsize : int, optional
-        Bytes per element (>= 1).
-
-    Examples
-    --------
-    >>> L = PyLayout((2, 3), (-3, 1), offset=3)
-    >>> L.span, L.is_packed, L.overlaps
-    ((0, 5), True, False)
-    """
-
-    __slots__ = ("_overlaps", "_packed", "hi", "itemsize", "lo", "offset", "size", "sizes",
-                 "strides")
-
-    def __init__(
-        self,
-        sizes: Sequence[int],
-        strides: Sequence[int] | None = None,
-        *,
-        offset: int = 0,
-        itemsize: int = 1,
-    ) -> None:
-        sizes, strides = _load_pair(sizes, strides)
-        offset = _as_int64(offset, "offset")
-        itemsize = _as_int64(itemsize, "itemsize")
-        if itemsize <= 0:
-            raise ValueError(f"itemsize must be >= 1 byte, got {itemsize}")
-        size = 0 if 0 in sizes else math.prod(sizes)
-        if size > _INT64_MAX:
-            raise OverflowError(f"the number of elements of sizes {sizes!r} leaves int64")
-        lo, hi = _span(sizes, strides, offset)
-        for i, s in enumerate(strides):
-            if not _INT64_MIN <= s * itemsize <= _INT64_MAX:
-                raise OverflowError(
-                    f"strides[{i}] = {s} times itemsize {itemsize} leaves the signed 64-bit range"
-                )
-        if not (_INT64_MIN <= offset * itemsize <= _INT64_MAX
-                and _INT64_MIN <= lo * itemsize and (hi + 1) * itemsize <= _INT64_MAX):
-            raise OverflowError(
-                f"the byte offsets of the layout (offset {offset}, span {lo}..{hi}, itemsize "
-                f"{itemsize}) leave the signed 64-bit range"
-            )
-        self.sizes = sizes
-        self.strides = strides
-        self.offset = offset
-        self.itemsize = itemsize
-        self.size = size
-        self.lo = lo
-        self.hi = hi
-        self._packed: bool | None = None
-        self._overlaps: bool | None = None
-
-    @property
-    def span(self) -> tuple[int, int]:
-        """``(lowest, highest)`` element offset reached, offset included."""
-        return (self.lo, self.hi)
-
-    @property
-    def is_packed(self) -> bool:
-        """Sorted ``|strides|`` of the dims of size > 1 are 1, n0, n0*n1, ... (cached)."""
-        if self._packed is None:
-            if self.size == 0:
-                self._packed = True
-            else:
-                dims = sorted((s if s >= 0 else -s, n)
-                              for n, s in zip(self.sizes, self.strides, strict=True) if n > 1)
-                expected = 1
-                packed = True
-                for s, n in dims:
-                    if s != expected:
-                        packed = False
-                        break
-                    expected *= n
-                self._packed = packed
-        return self._packed
-
-    @property
-    def overlaps(self) -> bool:
-        """Two distinct indices reach the same offset (exact; cached). See `overlap_decision`."""
-        if self._overlaps is None:
-            self._overlaps = overlap_decision(self.sizes, self.strides)[0]
-        return self._overlaps
-
-    def buffer_size(self, align: int = 4) -> int:
-        """Bytes from the lowest to the highest element, rounded up to ``align``."""
-        return py_buffer_size(self.sizes, self.strides, itemsize=self.itemsize, align=align)
-
-
-def py_buffer_size(
-    sizes: Sequence[int], strides: Sequence[int] | None = None, *, itemsize: int, align: int = 4
-) -> int:
-    """Pure-Python :func:`strided.buffer_size` (DirectML's ``DMLCalcBufferTensorSize``, exact).
-
-    ``(highest - lowest offset + 1) * itemsize`` rounded up to a multiple of ``align``; 0 when
-    empty.
-
-    Examples
-    --------
-    >>> py_buffer_size((2, 3), (5, 1), itemsize=1, align=1)
-    8
-    >>> py_buffer_size((4,), (-1,), itemsize=4, align=1)
-    16
-    """
-    sizes, strides = _load_pair(sizes, strides)
-    itemsize = _as_int64(itemsize, "itemsize")
-    if itemsize <= 0:
-        raise ValueError(f"itemsize must be >= 1 byte, got {itemsize}")
-    align = _as_int64(align, "align")
-    if align <= 0:
-        raise ValueError(f"align must be >= 1 byte, got {align}")
-    lo, hi = _span(sizes, strides, 0)
-    if hi < lo:
-        return 0
-    nbytes = (hi - lo + 1) * itemsize
-    nbytes += -nbytes % align
-    if nbytes > _INT64_MAX:
-        raise OverflowError(f"the buffer size ({nbytes} bytes) leaves int64")
-    return nbytes
+#: Bytes per element of every case (float32).
+ITEMSIZE = 4
+#: The timed libraries, in table order.
+CONTENDERS = ("strided", "numpy", "torch")
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,7 +125,7 @@ class Case:
 
 
 def _packed(sizes: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
-    """Packed strides of ``sizes`` in a physical order (the core's rule; cases only)."""
+    """Packed strides of ``sizes`` in a physical order, from the core."""
     from strided import _core
 
     return tuple(_core.packed_strides(sizes, order))
@@ -386,49 +148,192 @@ CASES: tuple[Case, ...] = (
     Case("NCDHW packed", (2, 16, 8, 32, 32), _packed((2, 16, 8, 32, 32), (0, 1, 2, 3, 4))),
     Case("rank-8 packed", (2, 3, 2, 3, 2, 3, 2, 3), _packed((2, 3) * 4, tuple(range(8)))),
 )
+CASES_BY_NAME = {case.name: case for case in CASES}
 
-#: (label, statement); ``L`` is the class under test, ``B`` its buffer_size function, ``x`` an
-#: existing layout whose ``is_packed`` is already cached.
-OPERATIONS: tuple[tuple[str, str], ...] = (
-    ("construct", "L(sizes, strides, offset=offset, itemsize=4)"),
-    ("construct + .span", "L(sizes, strides, offset=offset, itemsize=4).span"),
-    ("construct + .is_packed", "L(sizes, strides, offset=offset, itemsize=4).is_packed"),
-    ("construct + .overlaps", "L(sizes, strides, offset=offset, itemsize=4).overlaps"),
-    ("buffer_size()", "B(sizes, strides, itemsize=4)"),
-    ("cached .is_packed", "x.is_packed"),
+
+@dataclass(frozen=True)
+class Operation:
+    """One question, as a statement per library (None: the library has no call for it)."""
+
+    label: str
+    strided: str
+    numpy: str | None
+    torch: str | None
+
+
+_LAYOUT = "L(sizes, strides, offset=offset, itemsize=4)"
+_VIEW = "V(origin, sizes, bstrides)"
+_TENSOR = "T(flat, sizes, strides, offset)"
+#: The operations, timed on every case. The names are bound by :func:`_namespace`.
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("construct", _LAYOUT, _VIEW, _TENSOR),
+    Operation("construct + .span", f"{_LAYOUT}.span", f"byte_bounds({_VIEW})", None),
+    Operation("construct + .is_contiguous", f"{_LAYOUT}.is_contiguous",
+              f"{_VIEW}.flags.c_contiguous", f"{_TENSOR}.is_contiguous()"),
+    Operation("construct + .is_packed", f"{_LAYOUT}.is_packed", None, None),
+    Operation("construct + .overlaps", f"{_LAYOUT}.overlaps", f"internal_overlap({_VIEW})",
+              None),
+    Operation("buffer_size()", "B(sizes, strides, itemsize=4)",
+              f"bb = byte_bounds({_VIEW}); bb[1] - bb[0]", None),
+    Operation("cached .is_contiguous", "x.is_contiguous", "a.flags.c_contiguous",
+              "t.is_contiguous()"),
 )
 
-_SETUP = (
-    "L = _ns['L']; B = _ns['B']; sizes = _ns['sizes']; strides = _ns['strides']; "
-    "offset = _ns['offset']; x = _ns['x']"
-)
+
+# --------------------------------------------------------------------------------------------
+# The stand-ins and their answers
+# --------------------------------------------------------------------------------------------
+
+
+def _internal_overlap() -> Callable[[np.ndarray], bool] | None:
+    """numpy's exact self-overlap test (a test hook), or None where this numpy lacks it."""
+    try:
+        hooks = importlib.import_module("numpy._core._multiarray_tests")
+    except ImportError:
+        return None
+    return getattr(hooks, "internal_overlap", None)
+
+
+def _torch() -> Any:
+    """torch, or None when it is not installed (imported only here, when asked for)."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    return importlib.import_module("torch")
+
+
+def _torch_refusal(case: Case) -> str | None:
+    """Why torch cannot hold the case's layout, or None."""
+    return "torch: no negative strides" if any(s < 0 for s in case.strides) else None
+
+
+def _namespace(case: Case, torch: Any = None) -> dict[str, Any]:
+    """Every name the statements of :data:`OPERATIONS` use, for one case.
+
+    The buffer is float32, one element past the highest offset the layout reaches; ``origin``
+    starts at the case's offset. torch's names are bound only when ``torch`` is given and can
+    hold the layout.
+    """
+    from strided import Layout, buffer_size
+
+    x = Layout(case.sizes, case.strides, offset=case.offset, itemsize=ITEMSIZE)
+    lo, hi = x.span
+    if lo < 0:
+        raise ValueError(f"{case.name}: the layout reaches below its buffer (span {x.span})")
+    _ = x.is_contiguous  # computed once: the "cached" row reads it
+    flat = np.zeros(hi + 1, np.float32)
+    ns: dict[str, Any] = {
+        "L": Layout, "B": buffer_size, "sizes": case.sizes, "strides": case.strides,
+        "offset": case.offset, "x": x,
+        "V": np.lib.stride_tricks.as_strided, "byte_bounds": np.lib.array_utils.byte_bounds,
+        "internal_overlap": _internal_overlap(), "buffer": flat, "origin": flat[case.offset:],
+        "bstrides": tuple(s * ITEMSIZE for s in case.strides),
+    }
+    ns["a"] = ns["V"](ns["origin"], case.sizes, ns["bstrides"])
+    if torch is not None and _torch_refusal(case) is None:
+        ns["T"] = torch.as_strided
+        ns["flat"] = torch.from_numpy(flat)
+        ns["t"] = torch.as_strided(ns["flat"], case.sizes, case.strides, case.offset)
+    return ns
+
+
+def stand_in_answers(case: Case, torch: Any = None) -> dict[str, dict[str, Any]]:
+    """What strided and each stand-in answer on ``case``, in strided's units (elements).
+
+    Returns
+    -------
+    dict
+        ``{"strided": {...}, "numpy": {...}, "torch": {...}}`` (torch when given and able to
+        hold the layout); each maps a question (``"layout"``, ``"span"``, ``"is_contiguous"``,
+        ``"overlaps"``, ``"buffer_size"``) to the answer of that library's call.
+    """
+    return _answers(_namespace(case, torch))
+
+
+def _answers(ns: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {"strided": _strided_answers(ns), "numpy": _numpy_answers(ns)}
+    if "t" in ns:
+        out["torch"] = _torch_answers(ns["t"])
+    return out
+
+
+def _strided_answers(ns: dict[str, Any]) -> dict[str, Any]:
+    x = ns["x"]
+    return {
+        "layout": (x.sizes, x.strides, x.offset),
+        "span": x.span,
+        "is_contiguous": x.is_contiguous,
+        "overlaps": x.overlaps,
+        "buffer_size": ns["B"](ns["sizes"], ns["strides"], itemsize=ITEMSIZE),
+    }
+
+
+def _numpy_answers(ns: dict[str, Any]) -> dict[str, Any]:
+    a, base = ns["a"], ns["buffer"].ctypes.data
+    low, high = ns["byte_bounds"](a)
+    answers = {
+        "layout": (a.shape, tuple(s // ITEMSIZE for s in a.strides),
+                   (a.ctypes.data - base) // ITEMSIZE),
+        # byte_bounds is [low, high) in bytes from the buffer's start; a span is [lo, hi] in
+        # elements; with itemsize 4, high - low is already a multiple of DirectML's 4 bytes
+        "span": ((low - base) // ITEMSIZE, (high - base) // ITEMSIZE - 1),
+        "is_contiguous": bool(a.flags.c_contiguous),
+        "buffer_size": high - low,
+    }
+    if ns["internal_overlap"] is not None:
+        answers["overlaps"] = bool(ns["internal_overlap"](a))
+    return answers
+
+
+def _torch_answers(t: Any) -> dict[str, Any]:
+    return {
+        "layout": (tuple(t.shape), tuple(t.stride()), t.storage_offset()),
+        "is_contiguous": t.is_contiguous(),
+    }
+
+
+def check_agreement(case: Case, torch: Any = None) -> None:
+    """Raise AssertionError unless every stand-in answers as strided does on ``case``."""
+    _check(case, _answers(_namespace(case, torch)))
+
+
+def _check(case: Case, answers: dict[str, dict[str, Any]]) -> None:
+    ours = answers.pop("strided")
+    for library, theirs in answers.items():
+        for question, answer in theirs.items():
+            if answer != ours[question]:
+                raise AssertionError(
+                    f"{case.name}: {library} answers {question} = {answer!r}, strided "
+                    f"{ours[question]!r}: the comparison would not be honest")
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass
 class Result:
-    """Timings of one (case, operation) pair: ns per call of each side and paired ratios."""
+    """Timings of one (case, operation) pair: ns per call of each contender that ran."""
 
     case: Case
-    operation: str
-    strided_ns: list[float] = field(default_factory=list)
-    python_ns: list[float] = field(default_factory=list)
+    operation: Operation
+    times: dict[str, list[float]] = field(default_factory=dict)
     note: str = ""
+
+    def median(self, name: str) -> float | None:
+        """Median ns per call of a contender (None when it did not run)."""
+        samples = self.times.get(name)
+        return statistics.median(samples) if samples else None
+
+    def ratio(self, name: str) -> float | None:
+        """Median of the paired ratios ``name / strided`` (above 1: strided is faster)."""
+        samples = self.times.get(name)
+        return paired_ratio(samples, self.times["strided"]) if samples else None
 
     @property
     def strided_median(self) -> float:
         """Median ns per call of strided."""
-        return statistics.median(self.strided_ns)
-
-    @property
-    def python_median(self) -> float:
-        """Median ns per call of the pure-Python reference."""
-        return statistics.median(self.python_ns)
-
-    @property
-    def ratio(self) -> float:
-        """Median of the paired ratios python / strided (above 1: strided is faster)."""
-        pairs = zip(self.python_ns, self.strided_ns, strict=True)
-        return statistics.median(p / s for p, s in pairs)
+        return statistics.median(self.times["strided"])
 
     @property
     def aim_applies(self) -> bool:
@@ -441,26 +346,26 @@ class Result:
         return self.strided_median <= AIM_NS
 
 
-def _timer(cls: Any, bsize: Callable[..., int], case: Case, stmt: str) -> timeit.Timer:
-    x = cls(case.sizes, case.strides, offset=case.offset, itemsize=4)
-    _ = x.is_packed
-    ns = {"L": cls, "B": bsize, "sizes": case.sizes, "strides": case.strides,
-          "offset": case.offset, "x": x}
-    # The setup binds everything to locals of timeit's inner function: no global look-ups.
-    return timeit.Timer(stmt, setup=_SETUP, globals={"_ns": ns})
+def _timer(stmt: str, ns: dict[str, Any]) -> timeit.Timer:
+    # The setup binds every name to a local of timeit's inner function: no global look-ups.
+    setup = "; ".join(f"{name} = _ns[{name!r}]" for name in ns)
+    return timeit.Timer(stmt, setup=setup, globals={"_ns": ns})
 
 
-def _check_agreement(case: Case) -> str:
-    """Both implementations give the same answers on the case; return the overlap path."""
-    from strided import Layout, buffer_size
-
-    a = Layout(case.sizes, case.strides, offset=case.offset, itemsize=4)
-    b = PyLayout(case.sizes, case.strides, offset=case.offset, itemsize=4)
-    got = (a.span, a.is_packed, a.overlaps, buffer_size(case.sizes, case.strides, itemsize=4))
-    want = (b.span, b.is_packed, b.overlaps, py_buffer_size(case.sizes, case.strides, itemsize=4))
-    if got != want:
-        raise AssertionError(f"{case.name}: strided gives {got}, the reference {want}")
-    return overlap_decision(case.sizes, case.strides)[1]
+def _statements(op: Operation, ns: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The statements to time for ``op`` (by contender), and notes on those left out."""
+    stmts = {"strided": op.strided}
+    notes = []
+    if op.numpy is not None:
+        if "internal_overlap" in op.numpy and ns["internal_overlap"] is None:
+            notes.append("numpy: no internal_overlap hook")
+        else:
+            stmts["numpy"] = op.numpy
+    if op.torch is not None and "T" in ns:
+        stmts["torch"] = op.torch
+    if op.numpy is None and op.torch is None:
+        notes.append("no numpy/torch call")
+    return stmts, notes
 
 
 def run(
@@ -468,18 +373,21 @@ def run(
     *,
     repeat: int = 15,
     sample_ms: float = 20.0,
+    with_torch: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> list[Result]:
-    """Time every operation on every case, strided and pure Python in alternation.
+    """Time every operation on every case: strided, numpy and torch in a rotating order.
 
     Parameters
     ----------
     cases : sequence of Case
         The layouts.
     repeat : int
-        Samples per side; sample ``k`` runs strided first when ``k`` is even.
+        Samples per contender.
     sample_ms : float
         Target duration of one sample (a ``timeit`` loop), in milliseconds.
+    with_torch : bool
+        Time torch too, when it is installed.
     progress : callable, optional
         Called with a short line before each case (e.g. ``print`` to stderr).
 
@@ -488,27 +396,24 @@ def run(
     list of Result
         One per (case, operation), in order.
     """
-    from strided import Layout, buffer_size
-
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
-    sample_s = sample_ms / 1000.0
+    torch = _torch() if with_torch else None
     results = []
     for case in cases:
         if progress is not None:
             progress(f"  {case.name} ...")
-        path = _check_agreement(case)
-        for label, stmt in OPERATIONS:
-            st = _timer(Layout, buffer_size, case, stmt)
-            py = _timer(PyLayout, py_buffer_size, case, stmt)
-            n_st = calibrate(st, sample_s)
-            n_py = calibrate(py, sample_s)
-            res = Result(case, label, note=f"python: {path}" if "overlaps" in label else "")
-            for k in range(repeat):
-                pair = [(st, n_st, res.strided_ns), (py, n_py, res.python_ns)]
-                for timer, number, out in pair if k % 2 == 0 else pair[::-1]:
-                    out.append(timer.timeit(number) / number * 1e9)
-            results.append(res)
+        ns = _namespace(case, torch)
+        _check(case, _answers(ns))
+        refusal = _torch_refusal(case) if torch is not None else None
+        for op in OPERATIONS:
+            stmts, notes = _statements(op, ns)
+            if refusal and op.torch is not None:
+                notes.append(refusal)
+            timers = {name: _timer(stmt, ns) for name, stmt in stmts.items()}
+            seconds = sample_alternating(timers, repeat=repeat, sample_s=sample_ms / 1000.0)
+            times = {name: [s * 1e9 for s in samples] for name, samples in seconds.items()}
+            results.append(Result(case, op, times, note="; ".join(notes)))
     return results
 
 
@@ -517,17 +422,26 @@ def run(
 # --------------------------------------------------------------------------------------------
 
 
+def _ns(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
     """The results as a fixed-width table (a pipe table with ``markdown=True``)."""
-    header = ["case", "rank", "operation", "strided ns", "python ns", "py/strided",
-              "strided min", f"<= {AIM_NS / 1000:g} us", "note"]
+    header = ["case", "rank", "operation", "strided ns", "numpy ns", "np/strided", "torch ns",
+              "torch/strided", "strided min", f"<= {AIM_NS / 1000:g} us", "note"]
     rows = []
     for r in results:
         aim = ("yes" if r.meets_aim else "NO") if r.aim_applies else "-"
-        rows.append([r.case.name, str(r.case.rank), r.operation, f"{r.strided_median:,.0f}",
-                     f"{r.python_median:,.0f}", f"{r.ratio:.2f}x", f"{min(r.strided_ns):,.0f}",
-                     aim, r.note])
-    return render_table(header, rows, {1, 3, 4, 5, 6}, markdown)
+        rows.append([r.case.name, str(r.case.rank), r.operation.label,
+                     _ns(r.strided_median), _ns(r.median("numpy")), _x(r.ratio("numpy")),
+                     _ns(r.median("torch")), _x(r.ratio("torch")),
+                     _ns(min(r.times["strided"])), aim, r.note])
+    return render_table(header, rows, set(range(3, 9)) | {1}, markdown)
 
 
 def aim_summary(results: Sequence[Result]) -> str:
@@ -538,26 +452,36 @@ def aim_summary(results: Sequence[Result]) -> str:
             f"{len(applies) - len(misses)} of {len(applies)} figures meet it")
     if not misses:
         return head + " - MET"
-    worst = ", ".join(f"{r.case.name} / {r.operation} ({r.strided_median:,.0f} ns)"
+    worst = ", ".join(f"{r.case.name} / {r.operation.label} ({r.strided_median:,.0f} ns)"
                       for r in sorted(misses, key=lambda r: -r.strided_median))
     return head + f" - NOT MET by: {worst}"
 
 
+def _versions(torch_version: str | None) -> str:
+    torch = f"torch {torch_version}" if torch_version else "torch: not installed (- columns)"
+    return f"numpy {np.__version__}, {torch}"
+
+
 def report(results: Sequence[Result], *, repeat: int, sample_ms: float, overhead_ns: float,
-           markdown: bool = False) -> str:
+           torch_version: str | None = None, markdown: bool = False) -> str:
     """The full report: machine facts, method, table and the aim line."""
-    method = (f"{repeat} paired samples per side of ~{sample_ms:g} ms each, alternating "
-              f"strided/python; medians in ns per call (timeit loop overhead "
-              f"{overhead_ns:.0f} ns per call, not subtracted); py/strided = median of the "
-              f"paired ratios (above 1: strided is faster); strided min = fastest sample; "
-              f"itemsize 4")
-    facts = [*machine_facts(), method]
+    method = (f"{repeat} samples per contender of ~{sample_ms:g} ms each, in an order rotating "
+              f"from sample to sample; medians in ns per call (timeit loop overhead "
+              f"{overhead_ns:.0f} ns per call, not subtracted); np/strided and torch/strided = "
+              f"medians of the paired ratios (above 1: strided is faster); strided min = "
+              f"fastest strided sample; itemsize 4")
+    stand_ins = ("numpy: np.lib.stride_tricks.as_strided, flags.c_contiguous, "
+                 "np.lib.array_utils.byte_bounds, the internal_overlap test hook; torch: "
+                 "torch.as_strided, is_contiguous(); every answer checked equal to strided's "
+                 "before timing; - = no such call (python -m strided bench layout --help)")
+    facts = [*machine_facts(), _versions(torch_version), method, stand_ins]
+    table = format_table(results, markdown=markdown)
     if markdown:
         head = "\n".join(f"- {f}" for f in facts)
-        return "\n\n".join([head, format_table(results, markdown=True), aim_summary(results)])
-    head = "\n".join(["strided Layout benchmark: compiled core vs the pure-Python reference",
-                      *(f"  {f}" for f in facts)])
-    return "\n\n".join([head, format_table(results), aim_summary(results)])
+    else:
+        head = "\n".join(["strided Layout benchmark: strided.Layout vs numpy and torch",
+                          *(f"  {f}" for f in facts)])
+    return "\n\n".join([head, table, aim_summary(results)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -567,38 +491,40 @@ def main(argv: list[str] | None = None) -> int:
     ----------
     argv : list of str, optional
         Command-line arguments (default ``sys.argv[1:]``): ``--quick``, ``--repeat N``,
-        ``--sample-ms MS``, ``--markdown``.
+        ``--sample-ms MS``, ``--no-torch``, ``--markdown``.
     """
     parser = argparse.ArgumentParser(
         prog="python -m strided bench layout",
-        description="Per-call cost of strided.Layout (construction, span, is_packed, overlaps, "
-                    "buffer_size) against a pure-Python implementation of the same formulas.",
+        description="Per-call cost of strided.Layout (construction, span, is_contiguous, "
+                    "is_packed, overlaps, buffer_size) against the numpy and torch calls that "
+                    "answer the same questions (np.lib.stride_tricks.as_strided, flags, "
+                    "byte_bounds; torch.as_strided, is_contiguous()), paired and alternating "
+                    "in one process.",
     )
     parser.add_argument("--quick", action="store_true",
                         help="3 samples of ~2 ms per figure (a smoke run for tests and CI)")
     parser.add_argument("--repeat", type=int, default=None, metavar="N",
-                        help="paired samples per figure (default 15, --quick: 3)")
+                        help="samples per contender and figure (default 15, --quick: 3)")
     parser.add_argument("--sample-ms", type=float, default=None, metavar="MS",
                         help="duration of one sample in ms (default 20, --quick: 2)")
+    parser.add_argument("--no-torch", action="store_true", help="leave torch out")
     parser.add_argument("--markdown", action="store_true", help="print a markdown pipe table")
     args = parser.parse_args(argv)
     repeat = args.repeat if args.repeat is not None else (3 if args.quick else 15)
     sample_ms = args.sample_ms if args.sample_ms is not None else (2.0 if args.quick else 20.0)
     if repeat < 1:
         parser.error(f"--repeat must be >= 1, got {repeat}")
-    if sample_ms <= 0:
+    if not sample_ms > 0:
         parser.error(f"--sample-ms must be > 0, got {sample_ms}")
 
+    torch = None if args.no_torch else _torch()
     gc.collect()
     print(f"timing {len(CASES)} layouts x {len(OPERATIONS)} operations, {repeat} samples of "
-          f"~{sample_ms:g} ms per side ...", file=sys.stderr, flush=True)
+          f"~{sample_ms:g} ms per contender ...", file=sys.stderr, flush=True)
     overhead = loop_overhead_ns()
-    results = run(CASES, repeat=repeat, sample_ms=sample_ms,
+    results = run(CASES, repeat=repeat, sample_ms=sample_ms, with_torch=torch is not None,
                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(report(results, repeat=repeat, sample_ms=sample_ms, overhead_ns=overhead,
+                 torch_version=None if torch is None else str(torch.__version__),
                  markdown=args.markdown))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
