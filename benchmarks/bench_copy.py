@@ -7,15 +7,15 @@ Usage::
 
 With no options: every case, float32 and uint8, at 4, 64 and 512 MiB (several minutes, ~1.5 GiB
 of memory at 512 MiB). A thin wrapper: the benchmark lives in the installed package
-(:mod:`strided._bench_copy`), so that ``python -m strided bench`` runs the same code (with a small
-default). See ``benchmarks/README.md``.
+(:mod:`strided._cli.bench_copy`), so that ``python -m strided bench`` runs the same code (with a
+small default). See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from strided._bench_copy import main
+from strided._cli.bench_copy import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:], prog="python benchmarks/bench_copy.py"))

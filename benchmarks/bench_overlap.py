@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import textwrap
+
+from strided._cli._report import cpu_model
 
 CASES = {
     "in-place shift by one element": ("a = np.ones(N, np.uint8)", "a[1:]", "a[:-1]"),
@@ -54,23 +55,12 @@ def run_case(name: str, nbytes: int, use_strided: bool) -> dict[str, float]:
     return json.loads(out.stdout)
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=512, help="array size in MiB (default 512)")
     args = parser.parse_args(argv)
     nbytes = args.mib << 20
-    print(f"CPU: {cpu_name()}; array {args.mib} MiB; peak RSS "
+    print(f"CPU: {cpu_model()}; array {args.mib} MiB; peak RSS "
           f"above the array (ru_maxrss), one copy each, fresh interpreter per cell\n")
     print("| case | strided extra RSS | numpy extra RSS | strided ms | numpy ms |")
     print("|---|--:|--:|--:|--:|")

@@ -66,7 +66,7 @@ EXPLAIN_EXAMPLES: dict[str, list[str]] = {
 }
 
 
-def _explain(args: list[str]) -> str:
+def _explanation(args: list[str]) -> str:
     cmd = [sys.executable, "-m", "strided", "explain", *args]
     env = dict(os.environ, COLUMNS="100", NO_COLOR="1", PYTHONIOENCODING="utf-8")
     proc = subprocess.run(
@@ -83,7 +83,7 @@ def _explain(args: list[str]) -> str:
 def _generate_memory_maps() -> None:
     GENERATED.mkdir(exist_ok=True)
     for name, args in EXPLAIN_EXAMPLES.items():
-        text = _explain(args)
+        text = _explanation(args)
         path = GENERATED / f"{name}.txt"
         # Rewrite only on change, so that an incremental build does not redo every page.
         if not path.is_file() or path.read_text(encoding="utf-8") != text:

@@ -1,9 +1,9 @@
-"""The benchmarks: the layout one's reference agrees with strided; both run and print tables.
+"""The benchmarks: their stand-ins answer as strided does; they run and print tables.
 
-The reference (:class:`strided._bench.PyLayout`, :func:`strided._bench.py_buffer_size`) is only
-a fair baseline if it computes the same answers as the compiled core, so it is checked against
-:class:`strided.Layout` on random and hand-made layouts. The relayout benchmark
-(:mod:`strided._bench_copy`) is smoke-tested on tiny sizes, with and without torch, and its
+A comparison is only honest if both sides answer the same question, so the layout benchmark's
+numpy and torch stand-ins (:mod:`strided._cli.bench_layout`) are checked against
+:class:`strided.Layout` on every timed case and on hand-made layouts. The relayout benchmark
+(:mod:`strided._cli.bench_copy`) is smoke-tested on tiny sizes, with and without torch, and its
 cases and byte check are tested. Timings are never asserted.
 """
 
@@ -11,205 +11,178 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import random
 import re
 
 import numpy as np
 import pytest
 
 import strided
-import strided._bench_copy as bench_copy
-from strided import Layout, buffer_size
-from strided._bench import (
+import strided._cli.bench_copy as bench_copy
+from strided import Layout
+from strided._cli import bench_layout
+from strided._cli.bench_layout import (
     CASES,
     OPERATIONS,
-    PyLayout,
+    Case,
+    check_agreement,
     main,
-    overlap_decision,
-    py_buffer_size,
     run,
+    stand_in_answers,
+)
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+QUESTIONS = {"layout", "span", "is_contiguous", "overlaps", "buffer_size"}
+
+
+@pytest.fixture(scope="module")
+def torch() -> object:
+    return pytest.importorskip("torch")
+
+
+# ---- the layout benchmark (strided._cli.bench_layout) ---------------------------------------
+
+#: Layouts beyond the timed cases, chosen to make the stand-ins disagree if they could.
+EXTRA_CASES = (
+    Case("column-major", (3, 4), (1, 3)),
+    Case("size-1 dims with odd strides", (1, 3, 1), (99, 1, 7)),
+    # (numpy keeps no offset for an empty view: where it "starts" is not an answer to compare)
+    Case("empty", (0, 3), (3, 1)),
+    Case("scalar", (), (), offset=5),
+    Case("sliding window", (3, 3), (1, 1)),
+    Case("interleaved, no overlap", (3, 3), (2, 3)),
+    Case("reversed rows", (2, 3), (-3, 1), offset=3),
+    Case("padded rows", (2, 3), (5, 1)),
 )
 
 
-def _random_layouts(seed: int, count: int) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        rank = rng.randint(0, 5)
-        sizes = tuple(rng.randint(0, 4) for _ in range(rank))
-        strides = tuple(rng.randint(-6, 6) for _ in range(rank))
-        out.append((sizes, strides, rng.randint(-5, 40)))
-    return out
+@pytest.mark.parametrize("case", CASES + EXTRA_CASES, ids=lambda c: c.name)
+def test_numpy_stand_ins_answer_as_strided(case: Case) -> None:
+    answers = stand_in_answers(case)
+    assert set(answers) == {"strided", "numpy"}
+    assert set(answers["numpy"]) == QUESTIONS
+    for question in QUESTIONS:
+        assert answers["numpy"][question] == answers["strided"][question], question
+    check_agreement(case)
 
 
-def _brute_overlaps(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    offsets: list[int] = [0]
-    for n, s in zip(sizes, strides, strict=True):
-        offsets = [o + k * s for o in offsets for k in range(n)]
-    return len(set(offsets)) != len(offsets)
+@pytest.mark.parametrize("case", CASES + EXTRA_CASES, ids=lambda c: c.name)
+def test_torch_stand_ins_answer_as_strided(case: Case, torch: object) -> None:
+    answers = stand_in_answers(case, torch)
+    if any(s < 0 for s in case.strides):  # torch has no negative strides
+        assert "torch" not in answers
+        return
+    assert set(answers["torch"]) == {"layout", "is_contiguous"}
+    for question, answer in answers["torch"].items():
+        assert answer == answers["strided"][question], question
+    check_agreement(case, torch)
 
 
-def _assert_same(sizes: tuple[int, ...], strides: tuple[int, ...] | None, offset: int = 0,
-                 itemsize: int = 4) -> None:
-    ref = PyLayout(sizes, strides, offset=offset, itemsize=itemsize)
-    lay = Layout(sizes, strides, offset=offset, itemsize=itemsize)
-    where = f"sizes={sizes} strides={strides} offset={offset} itemsize={itemsize}"
-    assert ref.sizes == lay.sizes, where
-    assert ref.strides == lay.strides, where
-    assert ref.size == lay.size, where
-    assert ref.span == lay.span, where
-    assert ref.is_packed == lay.is_packed, where
-    assert ref.overlaps == lay.overlaps, where
-    for align in (1, 4, 16):
-        assert ref.buffer_size(align) == lay.buffer_size(align), (where, align)
-        assert py_buffer_size(sizes, strides, itemsize=itemsize, align=align) == buffer_size(
-            sizes, strides, itemsize=itemsize, align=align
-        ), (where, align)
+def test_c_contiguous_is_is_packed_in_row_major_order() -> None:
+    """numpy's c_contiguous, the stand-in for strided's contiguity, also decides is_packed for
+    layouts in row-major order with no negative stride (and only there: a packed NHWC layout,
+    or one with its rows reversed, is packed but not c_contiguous)."""
+    row_major = 0
+    for case in CASES + EXTRA_CASES:
+        layout = Layout(case.sizes, case.strides, offset=case.offset, itemsize=4)
+        c_contiguous = stand_in_answers(case)["numpy"]["is_contiguous"]
+        forward = all(s >= 0 for s in layout.strides)
+        if layout.order == tuple(range(layout.ndim)) and forward and not layout.is_broadcast:
+            row_major += 1
+            assert c_contiguous == layout.is_packed, case.name
+        elif c_contiguous:
+            assert layout.is_packed, case.name
+    assert row_major >= 5
+    nhwc = bench_layout.CASES_BY_NAME["NHWC packed"]
+    assert Layout(nhwc.sizes, nhwc.strides).is_packed
+    assert not stand_in_answers(nhwc)["numpy"]["is_contiguous"]
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_reference_agrees_with_layout_on_random_layouts(seed: int) -> None:
-    for sizes, strides, offset in _random_layouts(seed, 150):
-        for itemsize in (1, 4):
-            _assert_same(sizes, strides, offset, itemsize)
+def test_the_check_catches_a_wrong_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(np.lib.array_utils, "byte_bounds", lambda a: (0, 4))
+    with pytest.raises(AssertionError, match=r"rank-1 packed: numpy answers span"):
+        check_agreement(CASES[0])
 
 
-def test_reference_overlaps_is_exact() -> None:
-    # every path of overlap_decision is taken, and each answer matches brute force
-    paths = set()
-    for sizes, strides, _ in _random_layouts(99, 600):
-        got, path = overlap_decision(sizes, strides)
-        paths.add(path)
-        assert got == _brute_overlaps(sizes, strides), (sizes, strides, path)
-    assert paths == {"empty", "stride 0", "sufficient test", "pigeonhole", "enumeration"}
+def test_operations_name_their_stand_ins() -> None:
+    labels = [op.label for op in OPERATIONS]
+    assert labels[0] == "construct" and "buffer_size()" in labels
+    by_label = {op.label: op for op in OPERATIONS}
+    assert "as_strided" not in by_label["construct"].numpy  # bound to V in the namespace
+    assert by_label["construct + .is_packed"].numpy is None
+    assert by_label["construct + .is_packed"].torch is None
+    assert "c_contiguous" in by_label["construct + .is_contiguous"].numpy
+    assert by_label["construct + .is_contiguous"].torch.endswith(".is_contiguous()")
+    assert {case.rank for case in CASES} >= {1, 2, 4, 5, 8}
 
 
-@pytest.mark.parametrize(
-    ("sizes", "strides", "itemsize", "align", "expected"),
-    [
-        # DirectML DMLCalcBufferTensorSize: (dot(sizes - 1, strides) + 1) * itemsize, DWORD-aligned
-        ((1, 1, 3, 5), (15, 15, 5, 1), 2, 4, 32),     # NCHW, 30 bytes -> 32
-        ((1, 1, 3, 5), (15, 1, 5, 1), 2, 4, 32),      # NHWC
-        ((2, 3), (5, 1), 1, 1, 8),                    # A B C x x D E F
-        ((2, 3, 4, 5), (20, 0, 5, 1), 4, 4, 160),     # NHWC, broadcast C
-        ((2, 2, 3), (6, 3, 1), 4, 4, 48),             # DHW
-        ((4,), (-1,), 4, 1, 16),                      # negative stride: the span counts
-        ((0, 3), (3, 1), 4, 4, 0),                    # empty
-        ((), (), 2, 4, 4),                            # a scalar: 2 bytes -> 4
-    ],
-)
-def test_reference_buffer_size_directml_examples(
-    sizes: tuple[int, ...], strides: tuple[int, ...], itemsize: int, align: int, expected: int
-) -> None:
-    assert py_buffer_size(sizes, strides, itemsize=itemsize, align=align) == expected
-    assert buffer_size(sizes, strides, itemsize=itemsize, align=align) == expected
-
-
-@pytest.mark.parametrize(
-    ("sizes", "strides", "offset", "span", "packed", "overlaps"),
-    [
-        ((2, 2, 3), (6, 3, 1), 0, (0, 11), True, False),          # DHW
-        ((1, 1, 3, 5), (15, 1, 5, 1), 0, (0, 14), True, False),   # NHWC, N = C = 1
-        ((2, 3), (5, 1), 0, (0, 7), False, False),                # padded rows
-        ((2, 3), (-3, 1), 3, (0, 5), True, False),                # rows reversed
-        ((2, 3, 4, 5), (20, 0, 5, 1), 0, (0, 39), False, True),   # broadcast C
-        ((3, 3), (1, 1), 0, (0, 4), False, True),                 # sliding window
-        ((3, 3), (2, 3), 0, (0, 10), False, False),               # needs the enumeration
-        ((0, 4), (4, 1), 2, (2, 1), True, False),                 # empty
-    ],
-)
-def test_reference_hand_cases(
-    sizes: tuple[int, ...], strides: tuple[int, ...], offset: int, span: tuple[int, int],
-    packed: bool, overlaps: bool,
-) -> None:
-    ref = PyLayout(sizes, strides, offset=offset)
-    assert (ref.span, ref.is_packed, ref.overlaps) == (span, packed, overlaps)
-    _assert_same(sizes, strides, offset)
-
-
-def test_reference_default_strides_are_packed_row_major() -> None:
-    assert PyLayout((2, 3, 4)).strides == Layout((2, 3, 4)).strides == (12, 4, 1)
-    assert PyLayout((2, 0, 4)).strides == Layout((2, 0, 4)).strides
-
-
-@pytest.mark.parametrize(
-    ("sizes", "strides", "kwargs"),
-    [
-        ((2, -1), None, {}),
-        ((2, 3), (1,), {}),
-        ((2, True), None, {}),
-        ((2, 3.0), None, {}),
-        ("23", None, {}),
-        (None, None, {}),
-        ((2, 3), None, {"itemsize": 0}),
-        ((2, 3), (1 << 63, 1), {}),
-        ((2,) * 65, None, {}),
-        ((1 << 40, 1 << 40), None, {}),
-        ((3,), (1 << 62,), {}),
-    ],
-)
-def test_reference_validates_like_layout(
-    sizes: object, strides: object, kwargs: dict[str, int]
-) -> None:
-    with pytest.raises((TypeError, ValueError, OverflowError)) as core:
-        Layout(sizes, strides, **kwargs)  # type: ignore[arg-type]
-    with pytest.raises(core.type):
-        PyLayout(sizes, strides, **kwargs)  # type: ignore[arg-type]
-
-
-def test_cases_agree_and_cover_the_ranks() -> None:
-    ranks = {case.rank for case in CASES}
-    assert {1, 2, 4, 5, 8} <= ranks
-    for case in CASES:
-        _assert_same(case.sizes, case.strides, case.offset)
-
-
-def test_run_returns_one_result_per_case_and_operation() -> None:
+def test_run_times_every_contender_that_has_a_call() -> None:
     results = run(CASES[:2], repeat=2, sample_ms=0.2)
     assert len(results) == 2 * len(OPERATIONS)
     for r in results:
-        assert len(r.strided_ns) == len(r.python_ns) == 2
-        assert r.strided_median > 0 and r.python_median > 0 and r.ratio > 0
+        expected = {"strided"}
+        if r.operation.numpy is not None:
+            expected.add("numpy")
+        if r.operation.torch is not None and HAS_TORCH:
+            expected.add("torch")
+        assert set(r.times) == expected, r.operation.label
+        assert all(len(samples) == 2 for samples in r.times.values())
+        for name in expected - {"strided"}:
+            assert r.ratio(name) > 0
+        assert r.strided_median > 0 and r.ratio("missing") is None
 
 
-def test_main_quick_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick"]) == 0
+def _table_rows(out: str) -> list[str]:
+    names = tuple(case.name for case in CASES)
+    return [line for line in out.splitlines() if line.startswith(names)]
+
+
+def test_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--repeat", "2", "--sample-ms", "0.3"]) == 0
     out = capsys.readouterr().out
     assert f"strided.openmp_enabled() = {strided.openmp_enabled()}" in out
-    assert "python 3." in out
+    assert "python 3." in out and re.search(r"^  cpu: \S", out, re.MULTILINE)
+    assert f"numpy {np.__version__}" in out
     header = next(line for line in out.splitlines() if line.startswith("case"))
-    for column in ("rank", "operation", "strided ns", "python ns", "py/strided"):
+    for column in ("rank", "operation", "strided ns", "numpy ns", "np/strided", "torch ns",
+                   "torch/strided", "strided min"):
         assert column in header
+    assert len(_table_rows(out)) == len(CASES) * len(OPERATIONS)
+    number, ratio = r"[\d,]+", r"[\d.]+x"
     for case in CASES:
-        for label, _ in OPERATIONS:
-            row = re.compile(rf"^{re.escape(case.name)}\s+{case.rank}\s+{re.escape(label)}\s+"
-                             rf"[\d,]+\s+[\d,]+\s+[\d.]+x", re.MULTILINE)
-            assert row.search(out), (case.name, label)
-    assert "python: sufficient test" in out
-    assert "python: stride 0" in out
+        row = re.compile(rf"^{re.escape(case.name)}\s+{case.rank}\s+construct\s+{number}\s+"
+                         rf"{number}\s+{ratio}\s", re.MULTILINE)
+        assert row.search(out), case.name
+    assert re.search(r"construct \+ \.is_packed\s+[\d,]+\s+-\s+-\s+-\s+-\s+.*no numpy/torch call",
+                     out)
+    if HAS_TORCH:
+        assert "torch 2." in out and "torch: no negative strides" in out
     n_aim = sum(case.rank <= 5 for case in CASES) * len(OPERATIONS)
     assert re.search(rf"^aim \(strided <= 2,000 ns per call for rank <= 5\): \d+ of {n_aim} "
                      r"figures meet it - (MET|NOT MET by: )", out, re.MULTILINE)
 
 
-def test_main_markdown(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick", "--markdown", "--repeat", "1", "--sample-ms", "0.2"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    table = [line for line in lines if line.startswith("|")]
+def test_main_markdown_without_torch(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--markdown", "--no-torch", "--repeat", "1", "--sample-ms", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "torch: not installed (- columns)" in out
+    table = [line for line in out.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(CASES) * len(OPERATIONS)
     assert re.fullmatch(r"\|[-:|]+\|", table[1])
-    assert {line.count("|") for line in table} == {10}
+    for row in table[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert len(cells) == 11
+        assert cells[6] == cells[7] == "-"
 
 
 def test_main_rejects_bad_options() -> None:
-    with pytest.raises(SystemExit):
-        main(["--repeat", "0"])
-    with pytest.raises(SystemExit):
-        main(["--no-such-option"])
+    for argv in (["--repeat", "0"], ["--sample-ms", "0"], ["--no-such-option"]):
+        with pytest.raises(SystemExit):
+            main(argv)
 
 
 def test_interop_benchmark_script_runs() -> None:
-    """benchmarks/bench_interop.py runs end to end and prints one row per installed library."""
+    """benchmarks/bench_interop.py runs end to end (its rows' results agree, else it fails) and
+    prints the rows of every installed library, a note for each missing one."""
     import subprocess
     import sys
     from pathlib import Path
@@ -222,14 +195,23 @@ def test_interop_benchmark_script_runs() -> None:
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    rows = [line for line in result.stdout.splitlines() if line.startswith("| view(")]
-    assert any("ndarray" in row for row in rows), result.stdout
+    rows = [line for line in result.stdout.splitlines()
+            if line.startswith(("| view(", "| layout_of(", "| copyto("))]
+    calls = [row.strip("|").split("|")[0].strip() for row in rows]
+    assert {"view(ndarray, padded)", "layout_of(ndarray)", "copyto(ndarray, 16 float32)"} \
+        <= set(calls), result.stdout
+    for library, call in (("torch", "copyto(tensor, 16 float32)"), ("jax", "layout_of(jax)"),
+                          ("array_api_strict", "view(array_api_strict, padded)")):
+        if importlib.util.find_spec(library) is None:
+            assert f"{library}: not installed, its rows are skipped" in result.stdout
+        else:
+            assert call in calls, (library, result.stdout)
     for row in rows:
         ratio = row.rstrip(" |").rsplit("|", 1)[1].strip()
         assert ratio.endswith("x") and float(ratio[:-1]) > 0
 
 
-# ---- the relayout benchmark (strided._bench_copy) -------------------------------------------
+# ---- the relayout benchmark (strided._cli.bench_copy) ---------------------------------------
 
 TINY = ["--sizes", "0.25", "--quick"]
 

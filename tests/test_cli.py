@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-import strided._bench
-import strided._bench_copy
+import strided._cli.bench_copy
+import strided._cli.bench_layout
 from strided import Layout
-from strided.__main__ import main
-from strided._explain import element_name, explain, memory_map
+from strided._cli import main
+from strided._cli.explain import element_name, explain, memory_map
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -174,7 +174,7 @@ def test_no_arguments_walk_through_the_documentation(
     assert "32 bytes (DirectML, rounded up to 4); exact 30 bytes" in sections[6]
 
 
-def test_subprocess_explain() -> None:
+def test_subprocess_draws_the_map() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "strided", "explain", "--sizes", "2,3", "--strides", "5,1"],
         capture_output=True, text=True, check=False, timeout=120,
@@ -223,7 +223,7 @@ def test_subprocess_error_is_one_line() -> None:
         (["NHWC", "--sizes", "1,2,3,4", "--strides", "1,2,3,4"], r"disagree"),
     ],
 )
-def test_explain_errors_are_one_line(
+def test_errors_are_one_line(
     capsys: pytest.CaptureFixture[str], argv: list[str], pattern: str
 ) -> None:
     status, out, err = run(capsys, "explain", *argv)
@@ -261,7 +261,7 @@ def test_bench_runs_the_relayout_benchmark(monkeypatch: pytest.MonkeyPatch) -> N
         calls.append((list(argv or []), kwargs))
         return 0
 
-    monkeypatch.setattr(strided._bench_copy, "main", fake_main)
+    monkeypatch.setattr(strided._cli.bench_copy, "main", fake_main)
     assert main(["bench"]) == 0
     assert main(["bench", "--quick", "--sizes", "0.25"]) == 0
     assert main(["bench", "copy", "--markdown"]) == 0
@@ -277,7 +277,7 @@ def test_bench_layout_runs_the_layout_benchmark(monkeypatch: pytest.MonkeyPatch)
         calls.append(list(argv or []))
         return 0
 
-    monkeypatch.setattr(strided._bench, "main", fake_main)
+    monkeypatch.setattr(strided._cli.bench_layout, "main", fake_main)
     assert main(["bench", "layout", "--quick", "--explain-ignored"]) == 0
     assert calls == [["--quick", "--explain-ignored"]]
 
@@ -322,5 +322,5 @@ def test_memory_map_columns_are_aligned() -> None:
     assert values.split()[-1] == "AD"
 
 
-def test_explain_title_comes_first() -> None:
+def test_title_comes_first() -> None:
     assert explain(Layout((2, 3)), title="demo").splitlines()[0] == "demo"

@@ -25,7 +25,8 @@ REQUIRED_MODULES = [
     "strided.layout",
     "strided.formats",
     "strided._core",
-    "strided._explain",
+    "strided._cli",
+    "strided._cli.explain",
 ]
 
 

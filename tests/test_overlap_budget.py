@@ -123,7 +123,7 @@ def test_every_public_caller_is_bounded():
         import contextlib, io, random
         import numpy as np
         import strided as st
-        from strided.__main__ import main
+        from strided._cli import main
         from isolated import probe, report
 
         def hard(n, bits, seed):

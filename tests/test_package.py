@@ -60,6 +60,18 @@ def test_every_compiled_module_has_a_stub():
         assert stub.is_file(), module
 
 
+def test_command_line_lives_in_its_subpackage():
+    """explain and bench are installed under strided/_cli; __main__.py only calls _cli.main."""
+    package = Path(strided.__file__).parent
+    for name in ("__main__.py", "_cli/__init__.py", "_cli/_report.py", "_cli/explain.py",
+                 "_cli/bench_layout.py", "_cli/bench_copy.py"):
+        assert (package / name).is_file(), name
+    assert {p.name for p in package.glob("_*.py")} == {"__init__.py", "__main__.py"}
+    code = "import sys, strided; print(sorted(m for m in sys.modules if '_cli' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_public_names():
     for name in strided.__all__:
         assert hasattr(strided, name), name

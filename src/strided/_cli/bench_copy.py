@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from strided._bench import _calibrate, machine_facts, render_table
+from strided._cli._report import machine_facts, paired_ratio, render_table, sample_alternating
 
 __all__ = [
     "CASES",
@@ -378,7 +378,7 @@ class Result:
         other = self.times.get(name)
         if not other:
             return None
-        return statistics.median(o / s for o, s in zip(other, self.times["strided"]))
+        return paired_ratio(other, self.times["strided"])
 
     @property
     def best_peer(self) -> str:
@@ -467,16 +467,9 @@ def run_case(
         if name in contenders:
             contenders[name]()
 
-    sample_s = sample_ms / 1000.0
-    names = list(contenders)
-    timers = {name: timeit.Timer(contenders[name]) for name in names}
-    numbers = {name: _calibrate(timers[name], sample_s) for name in names}
-    times: dict[str, list[float]] = {name: [] for name in names}
+    timers = {name: timeit.Timer(call) for name, call in contenders.items()}
     before = _cpu_seconds()
-    for k in range(repeat):
-        shift = k % len(names)
-        for name in names[shift:] + names[:shift]:
-            times[name].append(timers[name].timeit(numbers[name]) / numbers[name])
+    times = sample_alternating(timers, repeat=repeat, sample_s=sample_ms / 1000.0)
     others = _others_share(before, _cpu_seconds())
     # returning frees the arrays
     return Result(case, dtype, mib, nbytes, built.shape, threads, times, others)
@@ -564,17 +557,11 @@ def small_copy(*, repeat: int = 15, sample_ms: float = 20.0, with_torch: bool = 
         timers[name] = timeit.Timer(stmt, setup="f = _f; a = _a; b = _b",
                                     globals={"_f": f, "_a": a, "_b": b})
         timers[name].timeit(10)  # warm-up
-    numbers = {name: _calibrate(timer, sample_ms / 1000.0) for name, timer in timers.items()}
-    names = list(timers)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for k in range(repeat):
-        shift = k % len(names)
-        for name in names[shift:] + names[:shift]:
-            times[name].append(timers[name].timeit(numbers[name]) / numbers[name] * 1e9)
+    times = sample_alternating(timers, repeat=repeat, sample_s=sample_ms / 1000.0)
     if not np.array_equal(dst, src):
         raise AssertionError("the 16-element copy is wrong")
-    ratio = statistics.median(n / s for n, s in zip(times["numpy"], times["strided"]))
-    return SmallCopy({name: statistics.median(t) for name, t in times.items()}, ratio)
+    ns = {name: statistics.median(t) * 1e9 for name, t in times.items()}
+    return SmallCopy(ns, paired_ratio(times["numpy"], times["strided"]))
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,287 @@
+"""The command line: ``python -m strided explain ...`` and ``python -m strided bench ...``.
+
+A thin argparse front end (``strided/__main__.py`` only calls :func:`main`): the text comes from
+:mod:`strided._cli.explain`, the relayout benchmark (``bench``, ``bench copy``) from
+:mod:`strided._cli.bench_copy` and the per-call benchmark of ``Layout`` (``bench layout``) from
+:mod:`strided._cli.bench_layout`. Bad arguments, and every ``ValueError``, ``TypeError`` or
+``OverflowError`` the library raises for them, end in one line on stderr
+(``strided explain: error: ...``) and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import strided
+from strided._cli.explain import explain, walkthrough
+from strided.formats import CANONICAL, strides_agree
+from strided.layout import Layout
+
+_VALUE_OPTIONS = frozenset({"--sizes", "--strides", "--itemsize", "--offset"})
+_FLAG_WORDS = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
+
+_EXPLAIN_DESCRIPTION = """\
+Explain a tensor layout: its strides (in elements and in bytes), the DirectML buffer size
+(rounded up to 4 bytes) and the exact one, the flags (packed, contiguous, broadcast, padded,
+overlaps), the logical tensor and the memory map as the DirectML documentation draws it: an
+offset row and a value row, the elements named A, B, C... in row-major index order, x for
+padding, A/D for an offset several elements share.
+
+With no arguments, walk through the examples of the DirectML strides documentation."""
+
+_EXPLAIN_EPILOG = """\
+sizes are always in the canonical order of their rank: HW (2-D), DHW (3-D), NCHW (4-D),
+NCDHW (5-D); a LABEL lists the same letters from the outermost dimension in memory to the
+innermost. A LABEL together with --strides is accepted only when the strides are that label's
+packed strides (dims of size 1 excepted); the strides are then used as given.
+
+examples:
+  python -m strided explain NHWC --sizes 1,1,3,5 --itemsize 2
+  python -m strided explain --sizes 2,3 --strides 5,1
+  python -m strided explain NHWC --sizes 2,3,4,5 --broadcast C
+  python -m strided explain --sizes 2,3 --strides=-3,1 --offset 3"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line: ``PROG: error: MESSAGE``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+# ---- argument values ------------------------------------------------------------------------
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _integers(text: str, separators: str = ",") -> tuple[int, ...]:
+    for sep in separators[1:]:
+        text = text.replace(sep, separators[0])
+    if not text.strip():
+        return ()
+    items = text.split(separators[0])
+    try:
+        return tuple(int(item.strip()) for item in items)
+    except ValueError:
+        bad = next(item for item in items if not _is_int(item))
+        raise argparse.ArgumentTypeError(
+            f"{bad.strip()!r} in {text!r} is not an integer (expected comma-separated "
+            f"integers such as 2,3)"
+        ) from None
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return _integers(text, ",x")
+
+
+def _strides(text: str) -> tuple[int, ...]:
+    return _integers(text, ",")
+
+
+def _broadcast_flags(text: str, ndim: int) -> tuple[bool, ...]:
+    """``--broadcast``: comma-separated flags (0/1/true/false) or canonical axis letters."""
+    words = [word.strip().lower() for word in text.split(",")]
+    if all(word in _FLAG_WORDS for word in words):
+        return tuple(_FLAG_WORDS[word] for word in words)
+    letters = CANONICAL.get(ndim)
+    if letters is None:
+        raise ValueError(
+            f"--broadcast {text!r}: axis letters name the axes of ranks 2 to 5 only (sizes has "
+            f"rank {ndim}); give one flag per axis instead, such as 0,1"
+        )
+    unknown = sorted(set(text) - set(letters))
+    if unknown:
+        raise ValueError(
+            f"--broadcast {text!r}: {''.join(unknown)!r} is not an axis of rank {ndim} "
+            f"({letters!r}); give axis letters such as {letters[1]!r} or one 0/1 flag per axis"
+        )
+    return tuple(letter in text for letter in letters)
+
+
+# ---- the parser -----------------------------------------------------------------------------
+
+
+def _explanation_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "explain",
+        prog="strided explain",
+        usage="python -m strided explain [LABEL] --sizes N,N,... [options]",
+        help="explain a layout (no arguments: the DirectML documentation's examples)",
+        description=_EXPLAIN_DESCRIPTION,
+        epilog=_EXPLAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "label", nargs="?", metavar="LABEL",
+        help="a named layout (NCHW, NHWC, WH, NCDHW, ...), or C (row-major) or F (column-major); "
+             "without --strides the strides are its packed strides",
+    )
+    parser.add_argument(
+        "--sizes", type=_sizes, metavar="N,N,...",
+        help="sizes in canonical order, comma-separated (1,1,3,5; 1x1x3x5 also works)",
+    )
+    parser.add_argument(
+        "--strides", type=_strides, metavar="S,S,...",
+        help="element strides, comma-separated, negative ones included (default: packed)",
+    )
+    parser.add_argument("--itemsize", type=_integer, default=1, metavar="N",
+                        help="bytes per element (default: 1)")
+    parser.add_argument(
+        "--broadcast", metavar="AXES",
+        help="broadcast axes of the packed strides (DirectML CalculateStrides): canonical "
+             "letters such as C or HW (ranks 2-5), or one flag per axis such as 0,1,0,0",
+    )
+    parser.add_argument("--offset", type=_integer, default=0, metavar="N",
+                        help="element offset of index (0, ..., 0) (default: 0)")
+    return parser
+
+
+def _build_parser() -> tuple[_Parser, argparse.ArgumentParser]:
+    parser = _Parser(
+        prog="strided",
+        usage="python -m strided [-h] [--version] {explain,bench} ...",
+        description="strided: exact tensor memory layouts. With no command, runs explain.",
+    )
+    parser.add_argument("--version", action="version", version=f"strided {strided.__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="{explain,bench}",
+                                       parser_class=_Parser)
+    explain_parser = _explanation_parser(subparsers)
+    subparsers.add_parser(
+        "bench", add_help=False,
+        help="benchmark relayouts (copyto) against numpy and torch (python -m strided bench "
+             "--help); 'bench layout' times Layout's per-call cost instead",
+    )
+    return parser, explain_parser
+
+
+# ---- the commands ---------------------------------------------------------------------------
+
+
+def _layout_from(args: argparse.Namespace) -> Layout:
+    """The Layout the explain arguments describe; library errors propagate."""
+    sizes = args.sizes
+    broadcast = None if args.broadcast is None else _broadcast_flags(args.broadcast, len(sizes))
+    if args.strides is None:
+        strides = strided.packed_strides(sizes, args.label, broadcast=broadcast)
+    else:
+        strides = args.strides
+        if args.label is not None:
+            _check_label_agrees(sizes, strides, args.label, broadcast)
+        elif broadcast is not None:
+            raise ValueError("--broadcast describes packed strides: with --strides, give the "
+                             "broadcast axes a stride of 0 instead")
+    return Layout(sizes, strides, offset=args.offset, itemsize=args.itemsize)
+
+
+def _check_label_agrees(sizes: tuple[int, ...], strides: tuple[int, ...], label: str,
+                        broadcast: tuple[bool, ...] | None) -> None:
+    packed = strided.packed_strides(sizes, label, broadcast=broadcast)
+    if strides_agree(sizes, strides, packed):
+        return
+    raise ValueError(
+        f"LABEL {label!r} and --strides disagree: the packed {label} strides of sizes "
+        f"{tuple(sizes)} are {packed}, --strides gave {tuple(strides)}; give one or the other"
+    )
+
+
+def _title(args: argparse.Namespace, layout: Layout) -> str | None:
+    if args.label is None:
+        return None
+    broadcast = f", broadcast {args.broadcast}" if args.broadcast is not None else ""
+    return f"{args.label}, sizes {layout.sizes}{broadcast}"
+
+
+def _print_explanation(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    given = [args.label, args.strides, args.broadcast]
+    if args.sizes is None:
+        if any(value is not None for value in given) or args.itemsize != 1 or args.offset:
+            parser.error("--sizes is required to explain a layout")
+        print(walkthrough())
+        return 0
+    try:
+        layout = _layout_from(args)
+        text = explain(layout, title=_title(args, layout))
+    except (ValueError, TypeError, OverflowError) as exc:
+        parser.error(str(exc))
+    print(text)
+    return 0
+
+
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """Write ``--strides -3,1`` as ``--strides=-3,1``: argparse takes ``-3,1`` for an option."""
+    joined: list[str] = []
+    values = iter(argv)
+    for arg in values:
+        if arg in _VALUE_OPTIONS:
+            value = next(values, None)
+            if value is not None and value[:1] == "-" and value[1:2].isdigit():
+                joined.append(f"{arg}={value}")
+                continue
+            joined.append(arg)
+            if value is not None:
+                joined.append(value)
+            continue
+        joined.append(arg)
+    return joined
+
+
+def _run_benchmark(argv: list[str]) -> int:
+    """``bench [copy] ...``: the relayout benchmark; ``bench layout ...``: Layout's call cost."""
+    try:
+        if argv[:1] == ["layout"]:
+            from strided._cli import bench_layout
+
+            return int(bench_layout.main(argv[1:]) or 0)
+        from strided._cli import bench_copy
+
+        if argv[:1] == ["copy"]:
+            argv = argv[1:]
+        return int(bench_copy.main(argv, prog="python -m strided bench",
+                                   small_default=True) or 0)
+    except SystemExit as exc:  # argparse's --help and errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after ``python -m strided``.
+
+    Returns
+    -------
+    int
+        0 on success, 2 for bad arguments (the message is one line on stderr).
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["bench"]:
+        return _run_benchmark(args_list[1:])
+    parser, explain_parser = _build_parser()
+    try:
+        args, extra = parser.parse_known_args(_attach_negative_values(args_list))
+        if extra:
+            (explain_parser if args.command == "explain" else parser).error(
+                f"unrecognized arguments: {' '.join(extra)}")
+        if args.command is None:
+            args = explain_parser.parse_args([])
+        return _print_explanation(args, explain_parser)
+    except SystemExit as exc:  # argparse's --help, --version and errors
+        return exc.code if isinstance(exc.code, int) else 2
