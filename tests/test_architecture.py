@@ -122,3 +122,16 @@ def test_core_knows_no_memory_and_no_threads():
     assert not re.search(r"^\s*(from|import)\s+(numpy|torch)", core, re.M)
     copy = (PACKAGE / "_copy.pyx").read_text()
     assert "from strided._core cimport" in copy
+
+
+def test_the_readme_map_names_what_exists():
+    """README's "How the code is laid out" names files and folders that are there."""
+    readme = (PACKAGE.parent.parent / "README.md").read_text()
+    block = readme.split("How the code is laid out", 1)[1].split("```", 2)[1]
+    block = re.sub(r"(\w+)\.pyx/\.pxd", r"\1.pyx \1.pxd", block)
+    names = set(re.findall(r"[\w*]+(?:/[\w*]+)*\.(?:pyx|pxd|py|h)\b|^  \w+/", block, re.M))
+    assert {"copy.py", "_core.pxd", "_library.py", "  interop/"} <= names, names
+    for name in names:
+        name = name.strip()
+        if name != "src/strided/":
+            assert list(PACKAGE.rglob(name.rstrip("/"))), f"README names {name}: not in the package"
