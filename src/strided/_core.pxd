@@ -78,6 +78,10 @@ cdef void sort_by(int d, int64_t* key, int64_t* a, int64_t* b) noexcept nogil
 # OverflowError naming the argument. as_int64: one integer (bools and floats refused).
 # load_ints: a sequence of integers (or one integer) into out; returns its length.
 cdef int64_t as_int64(object value, str what) except? -1
+# normalize() of a layout read into C arrays by a compiled adapter: Layout._from_normalized's
+# argument. Raises as normalize does.
+cdef tuple normalized(int nd, const int64_t* sz, const int64_t* st, int64_t off, int64_t isz,
+                      object sizes=*, object strides=*)
 cdef int load_ints(object obj, str name, int64_t* out, bint nonnegative,
                    bint* exact_tuple=*) except -1
 # load_pair: sizes (>= 0) and strides of one length into sz, st; returns the rank.

@@ -1187,13 +1187,22 @@ def normalize(sizes, strides, offset, itemsize):
     """
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t st[MAX_NDIM]
-    cdef int nd, i
+    cdef int nd
     cdef bint sizes_exact = False, strides_exact = False
-    cdef int64_t off, isz, n, lo, hi, tmp
     nd = load_ints(sizes, "sizes", sz, True, &sizes_exact)
     _load_strides_or_packed(strides, nd, sz, st, &strides_exact)
-    off = as_int64(offset, "offset")
-    isz = as_int64(itemsize, "itemsize")
+    # Reuse the caller's tuples when they are already exact: saves two allocations per Layout.
+    return normalized(nd, sz, st, as_int64(offset, "offset"), as_int64(itemsize, "itemsize"),
+                      sizes if sizes_exact else None, strides if strides_exact else None)
+
+
+cdef tuple normalized(int nd, const int64_t* sz, const int64_t* st, int64_t off, int64_t isz,
+                      object sizes=None, object strides=None):
+    """`normalize` of a layout already in C arrays (sizes >= 0): the checks that need the
+    whole layout, and the fields of a Layout. ``sizes`` / ``strides``: tuples holding exactly
+    those values, reused when given."""
+    cdef int i
+    cdef int64_t n, lo, hi, tmp
     if isz <= 0:
         raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
     if c_size(nd, sz, &n):
@@ -1212,9 +1221,8 @@ def normalize(sizes, strides, offset, itemsize):
             f"the byte offsets of the layout (offset {off}, span {lo}..{hi}, itemsize {isz}) "
             f"leave the signed 64-bit range"
         )
-    # Reuse the caller's tuples when they are already exact: saves two allocations per Layout.
-    return (sizes if sizes_exact else tuple_of(nd, sz),
-            strides if strides_exact else tuple_of(nd, st), off, isz, n, lo, hi,
+    return (tuple_of(nd, sz) if sizes is None else sizes,
+            tuple_of(nd, st) if strides is None else strides, off, isz, n, lo, hi,
             c_flags(nd, sz, st))
 
 

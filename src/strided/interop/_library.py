@@ -58,7 +58,7 @@ def check_destination(record: MemoryRecord, name: str) -> None:
 def resolved(record: MemoryRecord) -> MemoryRecord:
     """The record of memory holding the values the array shows: for a torch tensor with a lazy
     conjugate or negative bit, a resolved copy; otherwise the record itself."""
-    if record.lazy is not None and record.library == "torch":
+    if record.library == "torch":
         return _torch.resolved(record)
     return record
 

@@ -10,11 +10,10 @@ This module only translates: the element strides are ``_core``'s, the copy ``_co
 from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t
 
-from strided._core cimport MAX_NDIM, c_element_strides
+from strided._core cimport MAX_NDIM, c_element_strides, normalized
 from strided._copy cimport copy_elements, copy_threads
 from strided.interop._tensor cimport copy_tensors
 
-from strided import _core
 from strided._copy import copyto_buffers
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
@@ -70,7 +69,7 @@ def copyto_arrays(dst, src, num_threads=None):
 
     The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
     False, having written nothing, whenever it cannot decide alone (see
-    ``_core.copyto_buffers``): the caller then takes the slow path, which explains the refusal.
+    ``_copy.copyto_buffers``): the caller then takes the slow path, which explains the refusal.
     Only a bad ``num_threads`` raises here.
 
     The arrays stay referenced by the caller during the copy, so numpy refuses to resize them
@@ -154,6 +153,4 @@ def layout_of_array(x):
         strides[i] = byte_strides[i]
     if c_element_strides(nd, sizes, strides, itemsize, count):
         return None
-    return Layout._from_normalized(_core.normalize(
-        tuple([sizes[i] for i in range(nd)]), tuple([strides[i] for i in range(nd)]), 0,
-        itemsize))
+    return Layout._from_normalized(normalized(nd, sizes, strides, 0, itemsize))

@@ -20,18 +20,16 @@ from cpython.exc cimport PyErr_Clear
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int64_t
 
-from strided._core cimport MAX_NDIM, c_packed_strides, c_size
+from strided._core cimport MAX_NDIM, c_packed_strides, c_size, normalized
 from strided._copy cimport copy_elements
 from strided.interop._capsule cimport DLPackExchangeAPI, DLTensor
 
 import sys
 
-from strided import _core
 from strided.layout import Layout
 
 cdef enum:
     _KDL_CPU = 1
-    _KDL_COMPLEX = 5
     _EXCHANGE_MINOR = 3    # the first DLPack version with dltensor_from_py_object_no_sync
 
 cdef const DLPackExchangeAPI* _api = NULL
@@ -113,9 +111,9 @@ cdef bint _take_layout(const DLTensor* t, int64_t* sizes, int64_t* strides) noex
     return True
 
 
-cdef bint _lazy(object t, bint complex_dtype) except -1:
+cdef bint _lazy(object t) except -1:
     """Whether t shows its memory negated or conjugated (torch's lazy bits)."""
-    return _is_neg(t) or (complex_dtype and _is_conj(t))
+    return _is_neg(t) or _is_conj(t)
 
 
 def copyto_tensors(dst, src, int nthreads):
@@ -138,16 +136,10 @@ cdef bint copy_tensors(object dst, object src, int nthreads) except -1:
     cdef int64_t src_strides[MAX_NDIM]
     cdef char* dst_data
     cdef const char* src_data
-    cdef bint complex_dtype
     if not (_is_plain_tensor(dst) and _is_plain_tensor(src)):
         return False
     # torch's rules first (Python calls into torch), then the exchange reads, used at once
-    if dst.requires_grad:
-        return False
-    if not _read(dst, &d):
-        return False
-    complex_dtype = d.dtype.code == _KDL_COMPLEX
-    if _lazy(dst, complex_dtype) or _lazy(src, complex_dtype):
+    if dst.requires_grad or _lazy(dst) or _lazy(src):
         return False
     if not (_read(dst, &d) and _read(src, &s)):
         return False
@@ -180,12 +172,9 @@ def layout_of_tensor(t):
     cdef int64_t itemsize
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
-    cdef int i
     if not _is_plain_tensor(t) or not _read(t, &d):
         return None
     itemsize = _itemsize(&d)
     if itemsize == 0 or not _take_layout(&d, sizes, strides):
         return None
-    return Layout._from_normalized(_core.normalize(
-        tuple([sizes[i] for i in range(d.ndim)]), tuple([strides[i] for i in range(d.ndim)]),
-        0, itemsize))
+    return Layout._from_normalized(normalized(d.ndim, sizes, strides, 0, itemsize))
