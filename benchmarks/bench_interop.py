@@ -27,8 +27,6 @@ report says so. See ``benchmarks/README.md``.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import statistics
 import sys
 import timeit
@@ -39,7 +37,14 @@ from typing import Any
 import numpy as np
 
 import strided as st
-from strided._cli._report import machine_facts, paired_ratio, render_table, sample_alternating
+from strided._cli._report import (
+    check_sampling,
+    machine_facts,
+    optional_module,
+    paired_ratio,
+    render_table,
+    sample_alternating,
+)
 
 #: Elements of the small copies.
 SMALL = 16
@@ -85,13 +90,6 @@ def _dense_layout(layout: st.Layout, array: Any) -> bool:
 def _copies(dst_ours: Any, dst_theirs: Any, src: Any) -> Callable[[Any, Any], bool]:
     """Both destinations hold the source once each side has run."""
     return lambda _a, _b: _same_values(dst_ours, src) and _same_values(dst_theirs, src)
-
-
-def _module(name: str) -> Any:
-    """The module, or None when it is not installed."""
-    if importlib.util.find_spec(name.split(".")[0]) is None:
-        return None
-    return importlib.import_module(name)
 
 
 def _numpy_rows() -> list[Row]:
@@ -166,7 +164,7 @@ def rows() -> tuple[list[Row], list[str]]:
     out = _numpy_rows()
     skipped = []
     for label, module_name, make in LIBRARIES:
-        module = _module(module_name)
+        module = optional_module(module_name)
         if module is None:
             skipped.append(f"{label}: not installed, its rows are skipped")
         else:
@@ -196,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-ms", type=float, default=20.0, help="ms per sample")
     parser.add_argument("--markdown", action="store_true", help="print a pipe table")
     args = parser.parse_args(argv)
-    if args.repeat < 1 or not args.sample_ms > 0:
-        parser.error("--repeat must be >= 1 and --sample-ms > 0")
+    check_sampling(parser, args.repeat, args.sample_ms)
     table = []
     all_rows, skipped = rows()
     for row in all_rows:

@@ -18,17 +18,23 @@ bb     3
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import importlib.util
 import os
 import platform
 import statistics
 import timeit
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "calibrate",
+    "check_sampling",
     "cpu_model",
     "loop_overhead_ns",
     "machine_facts",
+    "optional_module",
     "paired_ratio",
     "render_table",
     "sample_alternating",
@@ -36,6 +42,25 @@ __all__ = [
 
 #: The copy kernels' SIMD levels (strided._copy._simd()).
 _SIMD_NAMES = {0: "baseline (SSE2 on x86-64)", 1: "SSSE3", 2: "SSSE3 and AVX2"}
+
+
+# ---- options and contenders ------------------------------------------------------------------
+
+
+def check_sampling(parser: argparse.ArgumentParser, repeat: int, sample_ms: float) -> None:
+    """Refuse (``parser.error``: exit status 2) a sample count below 1 or a duration <= 0."""
+    if repeat < 1:
+        parser.error(f"--repeat must be >= 1, got {repeat}")
+    if not sample_ms > 0:
+        parser.error(f"--sample-ms must be > 0, got {sample_ms}")
+
+
+def optional_module(name: str) -> Any:
+    """The module ``name`` (torch, jax.numpy, ...), imported only when asked for; None when its
+    package is not installed."""
+    if importlib.util.find_spec(name.split(".")[0]) is None:
+        return None
+    return importlib.import_module(name)
 
 
 # ---- sampling -------------------------------------------------------------------------------

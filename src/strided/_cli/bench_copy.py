@@ -40,8 +40,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import importlib
-import importlib.util
 import math
 import os
 import statistics
@@ -55,7 +53,14 @@ from typing import Any
 
 import numpy as np
 
-from strided._cli._report import machine_facts, paired_ratio, render_table, sample_alternating
+from strided._cli._report import (
+    check_sampling,
+    machine_facts,
+    optional_module,
+    paired_ratio,
+    render_table,
+    sample_alternating,
+)
 
 __all__ = [
     "CASES",
@@ -286,9 +291,7 @@ def select_cases(patterns: Sequence[str] | None) -> list[Case]:
 
 def _torch() -> Any:
     """torch, or None when it is not installed (imported only here, when asked for)."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    return importlib.import_module("torch")
+    return optional_module("torch")
 
 
 def _torch_view(torch: Any, view: np.ndarray, base: np.ndarray) -> Any:
@@ -808,10 +811,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     sample_ms = args.sample_ms if args.sample_ms is not None else (1.0 if args.quick else 5.0)
     if threads < 1:
         parser.error(f"--threads must be >= 1, got {threads}")
-    if repeat < 1:
-        parser.error(f"--repeat must be >= 1, got {repeat}")
-    if not sample_ms > 0:
-        parser.error(f"--sample-ms must be > 0, got {sample_ms}")
+    check_sampling(parser, repeat, sample_ms)
 
     torch = None if args.no_torch else _torch()
     gc.collect()

@@ -61,7 +61,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import importlib.util
 import statistics
 import sys
 import timeit
@@ -72,8 +71,10 @@ from typing import Any
 import numpy as np
 
 from strided._cli._report import (
+    check_sampling,
     loop_overhead_ns,
     machine_facts,
+    optional_module,
     paired_ratio,
     render_table,
     sample_alternating,
@@ -196,9 +197,7 @@ def _internal_overlap() -> Callable[[np.ndarray], bool] | None:
 
 def _torch() -> Any:
     """torch, or None when it is not installed (imported only here, when asked for)."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    return importlib.import_module("torch")
+    return optional_module("torch")
 
 
 def _torch_refusal(case: Case) -> str | None:
@@ -512,10 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeat = args.repeat if args.repeat is not None else (3 if args.quick else 15)
     sample_ms = args.sample_ms if args.sample_ms is not None else (2.0 if args.quick else 20.0)
-    if repeat < 1:
-        parser.error(f"--repeat must be >= 1, got {repeat}")
-    if not sample_ms > 0:
-        parser.error(f"--sample-ms must be > 0, got {sample_ms}")
+    check_sampling(parser, repeat, sample_ms)
 
     torch = None if args.no_torch else _torch()
     gc.collect()
