@@ -45,10 +45,10 @@ def _numpy_view(layout, dtype=np.int16):
     """An ndarray over a fresh buffer laid out as ``layout`` (its offset moved to 0)."""
     lo, hi = layout.span if layout.size else (0, 0)
     base = np.arange(max(hi - lo + 1, 1), dtype=dtype)
+    first = layout.offset - lo if layout.size else 0     # element (0, ..., 0) in base
     byte_strides = tuple(s * base.itemsize for s in layout.strides)
-    start = (layout.offset - lo) * base.itemsize if layout.size else 0
-    return np.lib.stride_tricks.as_strided(base[start // base.itemsize:], layout.sizes,
-                                           byte_strides, writeable=False)
+    return np.lib.stride_tricks.as_strided(base[first:], layout.sizes, byte_strides,
+                                           writeable=False)
 
 
 # ---- layout_of -------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def _numpy_view(layout, dtype=np.int16):
 
 @settings(max_examples=300)
 @given(layouts(itemsizes=(1, 2, 4, 8)))
-def test_layout_of_array_is_describes_layout(layout):
+def test_layout_of_array_equals_describes_layout(layout):
     dtype = {1: np.uint8, 2: np.int16, 4: np.float32, 8: np.complex64}[layout.itemsize]
     a = _numpy_view(layout, dtype)
     fast = _ndarray.layout_of_array(a)
@@ -86,7 +86,7 @@ def test_layout_of_array_declines_unusual_numpy_arrays():
 @settings(max_examples=300)
 @given(layouts(itemsizes=(1, 2, 4, 8)), hst.sampled_from(["uint8", "int16", "float32",
                                                            "float64", "bfloat16", "bool"]))
-def test_layout_of_tensor_is_describes_layout(layout, dtype):
+def test_layout_of_tensor_equals_describes_layout(layout, dtype):
     strides = tuple(abs(s) for s in layout.strides)       # torch holds no negative strides
     size = 1 + sum((n - 1) * s for n, s in zip(layout.sizes, strides)) if layout.size else 0
     base = torch.zeros(size + 3, dtype=getattr(torch, dtype))
