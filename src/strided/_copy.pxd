@@ -14,3 +14,8 @@ cdef int copy_threads(object num_threads) except -1
 cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
                        const int64_t* dst_strides, const int64_t* src_strides, int64_t itemsize,
                        int64_t count, int nthreads) except -1
+# transpose_block: dst[r * dp + c] = src[r + c * sq] (r < R, c < C; items of 1/2/4/8/16 bytes),
+# by the engine's transpose kernels; simd_level: the level _simd set (0 SSE2, 1 SSSE3, 2 AVX2).
+cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, int64_t sq,
+                          int64_t R, int64_t C) noexcept nogil
+cdef int simd_level() noexcept nogil

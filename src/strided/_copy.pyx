@@ -1149,3 +1149,18 @@ def copyto_buffers(dst, src, num_threads=None):
             PyBuffer_Release(&sv)
         if have_d:
             PyBuffer_Release(&dv)
+
+
+# ---- for the conversion engine (strided._convert) --------------------------------------------
+
+cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, int64_t sq,
+                          int64_t R, int64_t C) noexcept nogil:
+    """dst[r * dp + c] = src[r + c * sq] for r < R, c < C (element strides, items of 1, 2, 4,
+    8 or 16 bytes): the engine's transpose kernels, at the SIMD level in use, for a tile that a
+    conversion staged in cache."""
+    st_copy_block(ST_BLOCK_TRANSPOSE, itemsize, dst, dp, 1, src, 1, sq, R, C, 0, NULL)
+
+
+cdef int simd_level() noexcept nogil:
+    """The SIMD level the kernels use now (0: SSE2, 1: + SSSE3, 2: + AVX2; see _simd)."""
+    return st_get_simd()
