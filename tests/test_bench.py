@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import strided
+import strided._cli.bench_convert as bench_convert
 import strided._cli.bench_copy as bench_copy
 from strided import Layout
 from strided._cli import bench_layout
@@ -387,3 +388,267 @@ def test_copy_others_share_of_the_cpu() -> None:
     snapshot = bench_copy._cpu_seconds()
     if snapshot is not None:
         assert snapshot[0] >= snapshot[1] >= 0 and snapshot[2] > 0
+
+
+# ---- the conversion benchmark (strided._cli.bench_convert) ----------------------------------
+
+QUICK = ["--quick", "--repeat", "1", "--sample-ms", "0.2"]
+CONVERTS = bench_convert.strided_converts()
+HAS_CV2 = importlib.util.find_spec("cv2") is not None
+HAS_ML_DTYPES = importlib.util.find_spec("ml_dtypes") is not None
+
+
+def _tables(out: str) -> dict[str, list[list[str]]]:
+    """The rows (cells) of each case's fixed-width table, keyed by the case's name."""
+    tables: dict[str, list[list[str]]] = {}
+    lines = out.splitlines()
+    for case in bench_convert.CASES:
+        start = lines.index(case.title) + 2
+        header = lines[start]
+        dashes = lines[start + 1]
+        spans = [m.span() for m in re.finditer(r"-+", dashes)]
+        rows = []
+        for line in [header, *lines[start + 2:]]:
+            if not line.strip():
+                break
+            padded = line.ljust(len(dashes))
+            rows.append([padded[a:b].strip() for a, b in spans])
+        tables[case.name] = rows
+    return tables
+
+
+def test_convert_case_selection() -> None:
+    assert [c.name for c in bench_convert.select_cases(None)] == \
+        ["normalize", "to-uint8", "quantize", "half"]
+    assert [c.name for c in bench_convert.select_cases(["HALF", "quant"])] == \
+        ["quantize", "half"]
+    with pytest.raises(ValueError, match="no case matches 'nope'"):
+        bench_convert.select_cases(["nope"])
+
+
+def test_convert_quick_configs_are_tiny_and_full_ones_are_the_issues() -> None:
+    full = {c.name: [lazy.label for lazy in c.configs()] for c in bench_convert.CASES}
+    assert full == {"normalize": ["224x224", "1080x1920", "64x224x224"],
+                    "to-uint8": ["224x224", "1080x1920"],
+                    "quantize": ["->NCHW4", "->NCHW32", "<-NCHW4", "<-NCHW32"],
+                    "half": ["float16", "bfloat16"]}
+    libs = bench_convert.libraries()
+    for case in bench_convert.CASES:
+        for lazy in case.configs(quick=True):
+            config = lazy.build(libs)
+            assert config is not None and config.nbytes < 2**20, (case.name, lazy.label)
+
+
+def test_convert_references_follow_the_formulas() -> None:
+    """The reference each contender is checked against is the conversion the case names."""
+    libs = bench_convert.libraries(with_torch=False, with_cv2=False)
+    by = {c.name: c for c in bench_convert.CASES}
+    config = by["normalize"].configs(quick=True)[0].build(libs)
+    img = config.source.astype(np.float64)
+    expected = (img / 255 - bench_convert.MEAN) / bench_convert.STD
+    assert config.reference.dtype == np.float32
+    assert np.allclose(config.reference, expected.transpose(2, 0, 1), rtol=0, atol=1e-5)
+    config = by["to-uint8"].configs(quick=True)[0].build(libs)
+    x = config.source.astype(np.float64)
+    assert np.array_equal(config.reference,
+                          np.clip(np.rint(x * 255), 0, 255).astype(np.uint8).transpose(1, 2, 0))
+    assert config.reference.max() == 255  # some values saturate
+    to4, _, back4, _ = (lazy.build(libs) for lazy in by["quantize"].configs(quick=True))
+    s, z = bench_convert.QUANT_SCALE, bench_convert.QUANT_ZERO
+    n, c, h, w = to4.source.shape
+    q = to4.reference.transpose(0, 1, 4, 2, 3).reshape(n, c, h, w).astype(np.float64)
+    inside = np.abs(to4.source / s + z) < 127
+    assert np.all(np.abs((q - z) * s - to4.source)[inside] <= s / 2 + 1e-6)
+    assert to4.reference.min() == -128 and to4.reference.max() == 127
+    y = back4.source.transpose(0, 1, 4, 2, 3).reshape(n, c, h, w).astype(np.float64)
+    assert np.allclose(back4.reference, (y - z) * s, rtol=0, atol=1e-5)
+    for lazy in by["half"].configs(quick=True):
+        config = lazy.build(libs)
+        if config is None:
+            assert lazy.label == "bfloat16" and not HAS_ML_DTYPES
+            continue
+        assert config.reference.dtype == np.uint16  # the bits
+        assert config.reference.shape == tuple(config.source.shape[i] for i in (0, 2, 3, 1))
+
+
+def test_convert_main_prints_a_table_per_case(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_convert.main(QUICK) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  cpu: \S", out, re.MULTILINE) and f"numpy {np.__version__}" in out
+    assert ("strided: no conversion engine" in out) == (not CONVERTS)
+    tables = _tables(out)
+    for case in bench_convert.CASES:
+        header, *rows = tables[case.name]
+        assert header[:2] == ["config", "thr"]
+        assert header[-2:] == ["target", "others"]
+        for column in ("numpy ms", "cast np ms", "st GB/s", "st/peer", "best peer", "st/floor"):
+            assert column in header, (case.name, column)
+        assert ("strided ms" in header) == CONVERTS
+        assert ("memcpy ms" in header) == (case.name == "half")
+        assert ("cv2 ms" in header) == (HAS_CV2 and case.name in ("normalize", "to-uint8"))
+        labels = [lazy.label for lazy in case.configs(quick=True)]
+        if case.name == "half" and not (HAS_ML_DTYPES or HAS_TORCH):
+            labels.remove("bfloat16")
+        assert [(r[0], r[1]) for r in rows] == [(lb, t) for lb in labels for t in ("1", "2")]
+        cells = {name: [dict(zip(header, r, strict=True))[name] for r in rows]
+                 for name in header}
+        assert all(re.fullmatch(r"\d+\.\d+", v) for v in cells["numpy ms"])
+        if CONVERTS:
+            assert all(re.fullmatch(r"\d+\.\d+", v) for v in cells["st GB/s"])
+            assert all(re.fullmatch(r"\d+\.\d\dx", v) for v in cells["st/peer"])
+            assert all(re.fullmatch(r"\d+\.\d\dx", v) for v in cells["st/floor"])
+        else:
+            assert set(cells["st/peer"]) == {"-"}
+    for target in (r"normalize 32x32 1 thr: strided >=3x peer", r"quantize ->NCHW32 2 thr: "
+                   r"strided >=8x peer", r"half float16 2 thr: strided >=0.8x memcpy"):
+        assert re.search(rf"^  (met|MISSED): {target} -> [\d.]+x$", out, re.MULTILINE) or \
+            not CONVERTS, target
+    summary = r"targets \(issue 13 §4\): \d+ of (\d+) met \(tiny --quick sizes: indicative only\)"
+    found = re.search(summary, out)
+    assert found, out
+    assert "checked against the reference before timing, every row:" in out
+    assert re.search(r"^  numpy: equal$", out, re.MULTILINE)
+    if CONVERTS:
+        assert re.search(r"^  strided: equal$", out, re.MULTILINE)
+    if HAS_TORCH:
+        assert re.search(r"^  torch ops: equal$", out, re.MULTILINE)
+        assert re.search(r"^  torch chain: (equal|close: [\d,]+ elements differ, by at most "
+                         r"[\d.e-]+) \[", out, re.MULTILINE)
+
+
+def test_convert_main_without_torch_and_cv2(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*QUICK, "--no-torch", "--no-cv2", "--threads", "1", "--cases", "normalize,half",
+            "--markdown"]
+    assert bench_convert.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "torch: left out or not installed (its columns show -)" in out
+    assert "cv2 (OpenCV): left out or not installed" in out
+    tables = [line for line in out.splitlines() if line.startswith("|")]
+    headers = [line for line in tables if line.startswith("| config ")]
+    assert len(headers) == 2
+    assert "torch" not in " ".join(headers) and "cv2" not in " ".join(headers)
+    rows = [line for line in tables if re.match(r"\| \S+ +\| +1 \|", line)]
+    assert len(rows) == 3 + (2 if HAS_ML_DTYPES else 1)
+
+
+def test_convert_check_catches_a_wrong_result() -> None:
+    libs = bench_convert.libraries(with_torch=False, with_cv2=False)
+    case = bench_convert.CASES_BY_NAME["to-uint8"]
+    config = case.configs(quick=True)[0].build(libs)
+    out = np.empty_like(config.reference)
+
+    def wrong() -> None:
+        np.copyto(out, config.reference)
+        out[1, 2, 0] += 1
+
+    contenders = {"strided": bench_convert.Contender(wrong, "strided", lambda _: out, out)}
+    with pytest.raises(AssertionError, match=r"to-uint8 32x32, 2 threads: strided differs from "
+                                             r"the reference in 1 elements \(at \(1, 2, 0\).*"
+                                             r"reproduce: strided\.copyto\(u8_hwc"):
+        bench_convert.check_contenders(config, contenders, case, 2)
+    # a contender with a tolerance passes within it, and reports the difference
+    contenders = {"peer": bench_convert.Contender(wrong, "peer", lambda _: out, out, tol=1)}
+    checks = bench_convert.check_contenders(config, contenders, case, 1)
+    assert checks["peer"].text() == "close (1 elements differ, by at most 1)"
+    contenders = {"peer": bench_convert.Contender(wrong, "peer", lambda _: out, out, tol=0.5)}
+    with pytest.raises(AssertionError, match="peer differs"):
+        bench_convert.check_contenders(config, contenders, case, 1)
+
+
+@pytest.mark.skipif(not CONVERTS, reason="strided has no conversion engine")
+def test_convert_check_catches_a_wrong_strided(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = strided.copyto
+
+    def wrong(dst: object, src: object, **kwargs: object) -> None:
+        real(dst, src, **kwargs)
+        if kwargs.get("scale") is not None:
+            np.asarray(dst).reshape(-1)[-1] += 1
+
+    monkeypatch.setattr(strided, "copyto", wrong)
+    with pytest.raises(AssertionError, match=r"normalize 32x32, 1 threads: strided differs"):
+        bench_convert.main([*QUICK, "--cases", "normalize", "--threads", "1"])
+
+
+def _convert_result(label: str, threads: int, times: dict[str, float],
+                    targets: tuple[bench_convert.Target, ...]) -> bench_convert.Result:
+    roles = {"strided": "strided", "numpy": "peer", "torch ops": "peer", "cast np": "floor",
+             "memcpy": "memcpy"}
+    return bench_convert.Result(bench_convert.CASES_BY_NAME["normalize"], label, threads,
+                                10**9, {n: roles[n] for n in times},
+                                {n: [t] for n, t in times.items()}, {}, {}, targets)
+
+
+def test_convert_targets_are_marked_met_and_missed() -> None:
+    peer4, floor = bench_convert.Target("peer", 4.0), bench_convert.Target("floor", 0.7)
+    results = [
+        _convert_result("1080x1920", 1, {"strided": 1.0, "numpy": 5.0, "torch ops": 4.5,
+                                         "cast np": 0.8}, (peer4, floor)),
+        _convert_result("1080x1920", 2, {"strided": 1.0, "numpy": 5.0, "torch ops": 3.0,
+                                         "cast np": 0.5}, (peer4, floor)),
+        _convert_result("224x224", 2, {"strided": 1.0, "numpy": 5.0},
+                        (bench_convert.Target("peer", 3.0, (1,)),)),
+    ]
+    assert results[0].best("peer") == "torch ops" and results[0].ratio("peer") == 4.5
+    assert results[0].ratio("floor") == pytest.approx(0.8)
+    assert results[0].gbps("strided") == 1.0
+    assert results[2].verdicts() == [] and results[2].ratio("memcpy") is None
+    text = bench_convert.target_summary(results)
+    assert text.splitlines() == [
+        "targets (issue 13 §4): 2 of 4 met",
+        "  MISSED: normalize 1080x1920 2 thr: strided >=4x peer -> 3.00x",
+        "  MISSED: normalize 1080x1920 2 thr: strided >=0.7x floor -> 0.50x",
+        "  met: normalize 1080x1920 1 thr: strided >=4x peer -> 4.50x",
+        "  met: normalize 1080x1920 1 thr: strided >=0.7x floor -> 0.80x",
+    ]
+    table = bench_convert.format_table(bench_convert.CASES_BY_NAME["normalize"], results)
+    assert ">=4x peer MISSED, >=0.7x floor MISSED" in table
+    assert ">=4x peer met, >=0.7x floor met" in table
+    assert bench_convert.target_summary([]) == "targets (issue 13 §4): none in this run"
+
+
+def test_convert_main_rejects_bad_options() -> None:
+    for argv in (["--cases", "nope"], ["--threads", "0"], ["--threads", "a"],
+                 ["--repeat", "0"], ["--sample-ms", "0"]):
+        with pytest.raises(SystemExit):
+            bench_convert.main(argv)
+
+
+def test_bench_convert_on_the_command_line(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from strided._cli import main as cli_main
+
+    calls: list[tuple[list[str], dict[str, object]]] = []
+
+    def fake_main(argv: list[str] | None = None, **kwargs: object) -> int:
+        calls.append((list(argv or []), kwargs))
+        return 0
+
+    monkeypatch.setattr(bench_convert, "main", fake_main)
+    assert cli_main(["bench", "convert", "--quick", "--cases", "half"]) == 0
+    assert calls == [(["--quick", "--cases", "half"],
+                      {"prog": "python -m strided bench convert"})]
+    monkeypatch.undo()
+    assert cli_main(["bench", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "python -m strided bench convert" in out and "bench layout" in out
+    assert cli_main(["--help"]) == 0
+    assert "'bench convert' times dtype conversions" in " ".join(capsys.readouterr().out.split())
+    assert cli_main(["bench", "convert", "--threads", "0"]) == 2
+    assert "thread counts must be >= 1" in capsys.readouterr().err
+
+
+def test_convert_benchmark_script_runs() -> None:
+    """benchmarks/bench_convert.py runs end to end (one case, one thread count, tiny sizes)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_convert.py"
+    if not script.is_file():
+        pytest.skip("no checkout: benchmarks/ is absent")
+    result = subprocess.run(
+        [sys.executable, str(script), *QUICK, "--cases", "quantize", "--threads", "1",
+         "--markdown"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if re.match(r"\| [<-]", line)]
+    assert len(rows) == 4, result.stdout

@@ -2,8 +2,9 @@
 
 A thin argparse front end (``strided/__main__.py`` only calls :func:`main`): the text comes from
 :mod:`strided._cli.explain`, the relayout benchmark (``bench``, ``bench copy``) from
-:mod:`strided._cli.bench_copy` and the per-call benchmark of ``Layout`` (``bench layout``) from
-:mod:`strided._cli.bench_layout`. Bad arguments, and every ``ValueError``, ``TypeError`` or
+:mod:`strided._cli.bench_copy`, the conversion benchmark (``bench convert``) from
+:mod:`strided._cli.bench_convert` and the per-call benchmark of ``Layout`` (``bench layout``)
+from :mod:`strided._cli.bench_layout`. Bad arguments, and every ``ValueError``, ``TypeError`` or
 ``OverflowError`` the library raises for them, end in one line on stderr
 (``strided explain: error: ...``) and exit status 2.
 """
@@ -165,7 +166,8 @@ def _build_parser() -> tuple[_Parser, argparse.ArgumentParser]:
     subparsers.add_parser(
         "bench", add_help=False,
         help="benchmark relayouts (copyto) against numpy and torch (python -m strided bench "
-             "--help); 'bench layout' times Layout's per-call cost instead",
+             "--help); 'bench convert' times dtype conversions (copyto with scale/shift) "
+             "against numpy, torch and OpenCV; 'bench layout' times Layout's per-call cost",
     )
     return parser, explain_parser
 
@@ -241,19 +243,39 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     return joined
 
 
+_BENCH_COMMANDS = """\
+
+other benchmarks:
+  python -m strided bench convert [--quick] [--cases ...]   dtype conversion (copyto with
+      scale/shift: normalize, to uint8, int8 quantization, float16/bfloat16) against numpy,
+      torch and OpenCV, at 1 and 2 threads (--help lists its options)
+  python -m strided bench layout [--quick]   the per-call cost of Layout"""
+
+
 def _run_benchmark(argv: list[str]) -> int:
-    """``bench [copy] ...``: the relayout benchmark; ``bench layout ...``: Layout's call cost."""
+    """``bench [copy] ...``: the relayout benchmark; ``bench convert ...``: the conversion
+    benchmark; ``bench layout ...``: Layout's call cost."""
     try:
         if argv[:1] == ["layout"]:
             from strided._cli import bench_layout
 
             return int(bench_layout.main(argv[1:]) or 0)
+        if argv[:1] == ["convert"]:
+            from strided._cli import bench_convert
+
+            return int(bench_convert.main(argv[1:], prog="python -m strided bench convert")
+                       or 0)
         from strided._cli import bench_copy
 
         if argv[:1] == ["copy"]:
             argv = argv[1:]
-        return int(bench_copy.main(argv, prog="python -m strided bench",
-                                   small_default=True) or 0)
+        asks_help = any(arg in ("-h", "--help") for arg in argv)
+        try:
+            return int(bench_copy.main(argv, prog="python -m strided bench",
+                                       small_default=True) or 0)
+        finally:
+            if asks_help:
+                print(_BENCH_COMMANDS)
     except SystemExit as exc:  # argparse's --help and errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 

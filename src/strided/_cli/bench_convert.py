@@ -454,6 +454,8 @@ def _make_quantize(spec: tuple[str, tuple[int, int, int, int], int, bool],
     z = np.float32(QUANT_ZERO)
     fmt = f"NCHW{b}"
     targets = (Target("peer", 8.0),)
+    reference: np.ndarray
+    src: np.ndarray
     if to:
         x = _rng(3).standard_normal((n, ch, h, w), dtype=np.float32)  # |x| > 3: saturates
         t = x * inv_s
@@ -479,6 +481,10 @@ def _make_quantize(spec: tuple[str, tuple[int, int, int, int], int, bool],
         c: dict[str, Contender] = {}
         st = libs.strided
         torch = libs.torch
+        out_st: np.ndarray
+        out_np: np.ndarray
+        dst_v: np.ndarray
+        src_v: np.ndarray
         if to:
             if st is not None:
                 out_st = np.empty(blocked, np.int8)
@@ -969,7 +975,7 @@ def report(results: Sequence[Result], libs: Libraries, *, repeat: int, sample_ms
     for label, mod in (("torch", libs.torch), ("cv2 (OpenCV)", libs.cv2),
                        ("ml_dtypes", libs.ml_dtypes)):
         facts.append(f"{label} {mod.__version__}" if mod is not None
-                     else f"{label}: not installed (its columns show -)")
+                     else f"{label}: left out or not installed (its columns show -)")
     if libs.strided is None:
         facts.append("strided: no conversion engine in this build (strided._convert is "
                      "missing): the strided columns show -")
