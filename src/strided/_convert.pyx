@@ -245,31 +245,46 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
 
 
 cdef bint _whole_runs(const ConvertPlan* P) noexcept nogil:
-    """Whether a transpose's source tile is one contiguous run (short rows back to back, the
-    parameters not moving along the columns): converted in one call, not one per column."""
-    return P.kind == _TRANSPOSE and P.BR == P.R and P.sq == P.R and P.pq == 0
+    """Whether a block is one contiguous run of short rows back to back, converted in one call
+    rather than one per row: a transpose's source tile (rows of R), or a block of rows of C
+    contiguous in both layouts that did not merge only because the parameters move along
+    them (an HWC image's channels). The parameters may move along the short rows only."""
+    if P.kind == _TRANSPOSE:
+        return P.BR == P.R and P.sq == P.R and P.pq == 0
+    return (P.BC == P.C and P.dq == 1 and P.sq == 1 and P.dp == P.C and P.sp == P.C
+            and P.pp == 0)
+
+
+cdef inline int64_t _run_row(const ConvertPlan* P) noexcept nogil:
+    """The short rows of a whole run: R of a transpose, C of rows."""
+    return P.R if P.kind == _TRANSPOSE else P.C
+
+
+cdef inline int64_t _run_ps(const ConvertPlan* P) noexcept nogil:
+    """The parameter stride along a whole run's short rows."""
+    return P.pp if P.kind == _TRANSPOSE else P.pq
 
 
 cdef int _unroll_period(ConvertPlan* P) except -1:
     """When whole runs need per-row parameters (an image's channels are the source's
     innermost dim), lay out the parameters of one column repeated to about _PERIOD_ITEMS
     items, so the run converts with unit parameter strides."""
-    cdef int64_t reps, k, i
+    cdef int64_t reps, k, i, row = _run_row(P), ps = _run_ps(P)
     P.period_scale = NULL
     P.period_shift = NULL
     P.period = 0
-    if not (_whole_runs(P) and P.pp != 0 and not P.outer_params and P.op.mode != ST_CVT_PLAIN):
+    if not (_whole_runs(P) and ps != 0 and not P.outer_params and P.op.mode != ST_CVT_PLAIN):
         return 0
-    reps = max(<int64_t>1, _PERIOD_ITEMS // P.R)
-    P.period = reps * P.R
+    reps = max(<int64_t>1, _PERIOD_ITEMS // row)
+    P.period = reps * row
     P.period_scale = <char*>PyMem_RawMalloc(<size_t>(2 * P.period * P.ct))
     if P.period_scale == NULL:
         raise MemoryError()
     P.period_shift = P.period_scale + P.period * P.ct
     for k in range(reps):
-        for i in range(P.R):
-            _put_ct(P, P.period_scale, k * P.R + i, P.scale + P.par_shift + i * P.pp * P.ct)
-            _put_ct(P, P.period_shift, k * P.R + i, P.shift + P.par_shift + i * P.pp * P.ct)
+        for i in range(row):
+            _put_ct(P, P.period_scale, k * row + i, P.scale + P.par_shift + i * ps * P.ct)
+            _put_ct(P, P.period_shift, k * row + i, P.shift + P.par_shift + i * ps * P.ct)
     return 0
 
 
@@ -285,32 +300,40 @@ cdef inline void _put_ct(const ConvertPlan* P, char* out, int64_t i,
 # Running a plan
 # --------------------------------------------------------------------------------------------
 
+cdef void _convert_run(const ConvertPlan* P, char* out, const char* src, int64_t total,
+                       const char* scale, const char* shift) noexcept nogil:
+    """A whole run (_whole_runs) of ``total`` items from ``src`` into contiguous ``out``."""
+    cdef int64_t k = 0, run, row = _run_row(P), ps = _run_ps(P)
+    if ps == 0:
+        st_cvt_row(&P.op, out, 1, src, 1, total, scale, shift, 0)
+    elif P.period_scale != NULL:
+        while k < total:
+            run = min(P.period, total - k)
+            st_cvt_row(&P.op, out + k * P.dsz, 1, src + k * P.ssz, 1, run, P.period_scale,
+                       P.period_shift, 1)
+            k += run
+    else:
+        while k < total:
+            st_cvt_row(&P.op, out + k * P.dsz, 1, src + k * P.ssz, 1, row, scale, shift, ps)
+            k += row
+
+
 cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const char* scale,
-                     const char* shift, int64_t r0, int64_t c0, int64_t h, int64_t w,
-                     char* tile) noexcept nogil:
-    """One block: ``dst``, ``src``, ``scale``, ``shift`` point at element (r0, c0)."""
-    cdef int64_t r, c, k, run
+                     const char* shift, int64_t h, int64_t w, char* tile) noexcept nogil:
+    """One block of h x w: ``dst``, ``src``, ``scale``, ``shift`` point at its first element."""
+    cdef int64_t r, c
     cdef const st_cvt_op* op = &P.op
     if P.kind == _ROWS:
+        if _whole_runs(P):
+            _convert_run(P, dst, src, h * w, scale, shift)
+            return
         for r in range(h):
             st_cvt_row(op, dst + r * P.dp * P.dsz, P.dq, src + r * P.sp * P.ssz, P.sq, w,
                        scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
         return
     # transpose: convert the tile into `tile` in the source's order, then transpose it out
     if _whole_runs(P):
-        if P.pp == 0:
-            st_cvt_row(op, tile, 1, src, 1, h * w, scale, shift, 0)
-        elif P.period_scale != NULL:
-            k = 0
-            while k < h * w:
-                run = min(P.period, h * w - k)
-                st_cvt_row(op, tile + k * P.dsz, 1, src + k * P.ssz, 1, run, P.period_scale,
-                           P.period_shift, 1)
-                k += run
-        else:
-            for c in range(w):
-                st_cvt_row(op, tile + c * h * P.dsz, 1, src + c * P.sq * P.ssz, 1, h, scale,
-                           shift, P.pp)
+        _convert_run(P, tile, src, h * w, scale, shift)
     else:
         for c in range(w):
             st_cvt_row(op, tile + c * h * P.dsz, 1, src + c * P.sq * P.ssz, 1, h,
@@ -341,7 +364,7 @@ cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t l
         poff = P.par_shift + (poff + r0 * P.pp + c0 * P.pq) * P.ct
         _run_block(P, dst + (doff + r0 * P.dp + c0 * P.dq) * P.dsz,
                    src + (soff + r0 * P.sp + c0 * P.sq) * P.ssz, P.scale + poff, P.shift + poff,
-                   r0, c0, min(P.BR, P.R - r0), min(P.BC, P.C - c0), <char*>tile)
+                   min(P.BR, P.R - r0), min(P.BC, P.C - c0), <char*>tile)
 
 
 cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:

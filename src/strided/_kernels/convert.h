@@ -478,6 +478,48 @@ typedef void (*st_fused_fn)(char *d, const char *s, st_cidx n, const void *scale
         t = (t + 12582912.0f) - 12582912.0f; /* 1.5 * 2^23: rounds |t| < 2^22 half to even */ \
     } while (0)
 
+/* A plain cast of a unit-stride row: EXPR converts `v`, an element of TS, to TD. */
+#define ST_DEF_PLAIN(NAME, SUFFIX, ATTR, TS, TD, EXPR)                                        \
+    ATTR static void NAME##_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale,    \
+                                     const void *shift, st_cidx ps)                           \
+    {                                                                                         \
+        const TS *in = (const TS *)(const void *)s;                                           \
+        TD *out = (TD *)(void *)d;                                                            \
+        (void)scale; (void)shift; (void)ps;                                                   \
+        for (st_cidx i = 0; i < n; i++) {                                                     \
+            TS v = in[i];                                                                     \
+            out[i] = EXPR;                                                                    \
+        }                                                                                     \
+    }
+
+/* float32 -> a small integer type, truncated toward zero, saturated, NaN -> 0 (the values of
+ * st_trunc_*: -1 < v < 0 truncates to 0 either way). */
+#define ST_TRUNC_SAT_F32(v, lo, hi)                                                           \
+    ((v) != (v) ? 0 : (v) <= (lo) ? (int32_t)(lo) : (v) >= (hi) ? (int32_t)(hi) : (int32_t)(v))
+
+#define ST_DEF_PLAINS(SUFFIX, ATTR)                                                           \
+    ST_DEF_PLAIN(st_p_u8_f32, SUFFIX, ATTR, uint8_t, float, (float)v)                         \
+    ST_DEF_PLAIN(st_p_i8_f32, SUFFIX, ATTR, int8_t, float, (float)v)                          \
+    ST_DEF_PLAIN(st_p_u16_f32, SUFFIX, ATTR, uint16_t, float, (float)v)                       \
+    ST_DEF_PLAIN(st_p_i16_f32, SUFFIX, ATTR, int16_t, float, (float)v)                        \
+    ST_DEF_PLAIN(st_p_i32_f32, SUFFIX, ATTR, int32_t, float, (float)v)                        \
+    ST_DEF_PLAIN(st_p_u8_f64, SUFFIX, ATTR, uint8_t, double, (double)v)                       \
+    ST_DEF_PLAIN(st_p_f32_f64, SUFFIX, ATTR, float, double, (double)v)                        \
+    ST_DEF_PLAIN(st_p_f64_f32, SUFFIX, ATTR, double, float, (float)v)                         \
+    ST_DEF_PLAIN(st_p_f32_u8, SUFFIX, ATTR, float, uint8_t,                                   \
+                 (uint8_t)ST_TRUNC_SAT_F32(v, 0.0f, 255.0f))                                  \
+    ST_DEF_PLAIN(st_p_f32_i8, SUFFIX, ATTR, float, int8_t,                                    \
+                 (int8_t)ST_TRUNC_SAT_F32(v, -128.0f, 127.0f))                                \
+    ST_DEF_PLAIN(st_p_f32_u16, SUFFIX, ATTR, float, uint16_t,                                 \
+                 (uint16_t)ST_TRUNC_SAT_F32(v, 0.0f, 65535.0f))                               \
+    ST_DEF_PLAIN(st_p_f32_i16, SUFFIX, ATTR, float, int16_t,                                  \
+                 (int16_t)ST_TRUNC_SAT_F32(v, -32768.0f, 32767.0f))
+
+ST_DEF_PLAINS(base, )
+#if ST_CVT_X86_GNU
+ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
+#endif
+
 #define ST_DEF_FUSED(SUFFIX, ATTR)                                                            \
     ATTR static void st_u8_f32_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale, \
                                         const void *shift, st_cidx ps)                        \
@@ -611,6 +653,22 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
         return NULL;
     }
     if (mode != ST_CVT_PLAIN) return NULL;
+    if (dtype == ST_F32) {
+        if (stype == ST_U8) ST_PICK(st_p_u8_f32);
+        if (stype == ST_I8) ST_PICK(st_p_i8_f32);
+        if (stype == ST_U16) ST_PICK(st_p_u16_f32);
+        if (stype == ST_I16) ST_PICK(st_p_i16_f32);
+        if (stype == ST_I32) ST_PICK(st_p_i32_f32);
+        if (stype == ST_F64) ST_PICK(st_p_f64_f32);
+    }
+    if (dtype == ST_F64 && stype == ST_U8) ST_PICK(st_p_u8_f64);
+    if (dtype == ST_F64 && stype == ST_F32) ST_PICK(st_p_f32_f64);
+    if (stype == ST_F32) {
+        if (dtype == ST_U8) ST_PICK(st_p_f32_u8);
+        if (dtype == ST_I8) ST_PICK(st_p_f32_i8);
+        if (dtype == ST_U16) ST_PICK(st_p_f32_u16);
+        if (dtype == ST_I16) ST_PICK(st_p_f32_i16);
+    }
     if (stype == ST_F32 && dtype == ST_BF16) ST_PICK(st_f32_bf16);
     if (stype == ST_BF16 && dtype == ST_F32) ST_PICK(st_bf16_f32);
 #if ST_CVT_X86_GNU
