@@ -122,6 +122,10 @@ def test_core_knows_no_memory_and_no_threads():
     assert not re.search(r"^\s*(from|import)\s+(numpy|torch)", core, re.M)
     copy = (PACKAGE / "_copy.pyx").read_text()
     assert "from strided._core cimport" in copy
+    assert not re.search(r"(cimport|import).*_convert", copy)   # conversion sits above copy
+    convert = (PACKAGE / "_convert.pyx").read_text()
+    assert "from strided._copy cimport" in convert and "from strided._core cimport" in convert
+    assert not re.search(r"^\s*(from|import)\s+(numpy|torch)", convert, re.M)
 
 
 def test_the_readme_map_names_what_exists():

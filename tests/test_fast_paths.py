@@ -188,8 +188,8 @@ def test_torch_fast_path_declines_and_the_checked_path_refuses(case):
                          "lazy neg"),
         "dst overlaps itself": (torch.zeros(3).expand(2, 3), torch.ones(2, 3), ValueError,
                                 "overlap each other"),
-        "dtypes differ": (torch.zeros(3), torch.ones(3, dtype=torch.float64), TypeError,
-                          "dtype"),
+        "dtypes differ": (torch.zeros(3, dtype=torch.int64), torch.ones(3), TypeError,
+                          "casting"),
         "shapes differ": (torch.zeros(3), torch.ones(4), ValueError, "same sizes"),
         "broadcast needed": (torch.zeros(2, 3), torch.ones(3), ValueError, "same sizes"),
     }[case]

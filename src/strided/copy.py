@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from strided import _copy, _core
+from strided import _convert, _copy, _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
 from strided.interop import describe, view
@@ -47,12 +47,16 @@ __all__ = ["copyto", "from_blocked", "relayout", "to_blocked"]
 # --------------------------------------------------------------------------------------------
 
 
-def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
-    """Copy the values of ``src`` into ``dst``: same sizes and dtype, any strides on both sides.
+def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
+           shift: Any = None, axis: int | None = None, num_threads: int | None = None) -> None:
+    """Copy the values of ``src`` into ``dst``, converting them to dst's dtype: same sizes,
+    any strides on both sides.
 
     Element ``index`` of ``src`` is written to element ``index`` of ``dst``, whatever the two
     layouts are (padded, permuted, reversed, broadcast source). When the two share memory the
-    result is still exactly a copy of ``src`` as it was before the call.
+    result is still exactly a copy of ``src`` as it was before the call. When the dtypes
+    differ, or ``scale``/``shift`` are given, each element is converted in the same pass
+    (DESIGN.md §1 "Conversion"): ``dst = convert(src * scale + shift)``.
 
     Parameters
     ----------
@@ -61,8 +65,21 @@ def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
         (``bytearray``, ...), a torch tensor or a DLPack / array-API array, in host memory.
         Its elements must not overlap each other.
     src : array
-        Source of the same sizes and dtype, of any supported library (numpy, bytes-like, torch,
-        DLPack): mixing libraries is fine.
+        Source of the same sizes, of any supported library (numpy, bytes-like, torch, DLPack):
+        mixing libraries is fine.
+    casting : {"no", "equiv", "safe", "same_kind", "unsafe"}
+        Which dtype conversions are allowed, as in ``np.copyto``: the default ``"same_kind"``
+        allows safe casts and casts within a kind (float64 -> float32, int64 -> int8), not
+        float -> int; ``"unsafe"`` allows any (complex -> real excepted: never).
+    scale, shift : number or 1-D array-like, optional
+        The affine step ``t = src * scale + shift``, computed in ``np.result_type(src.dtype,
+        np.float32)`` (float32 for 8- and 16-bit sources and float32, float64 for wider ones)
+        with two roundings, a missing term not applied. A float ``dst`` gets ``t`` rounded to
+        nearest even; an integer ``dst`` gets ``t`` rounded half to even, saturated to its
+        range, NaN as 0. A 1-D vector gives one value per channel along ``axis``.
+    axis : int, optional
+        The channel axis of vector ``scale``/``shift`` (negative counts from the end); needed
+        when a vector is given and the arrays have more than one dimension.
     num_threads : int, optional
         Threads of the copy kernel (>= 1). Default: ``OMP_NUM_THREADS`` if set, else the
         number of cores; small copies run on one thread whatever this says. Always 1 in a
@@ -71,20 +88,30 @@ def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
     Raises
     ------
     TypeError
-        ``dst`` or ``src`` is not an array; the dtypes differ; either holds Python objects
-        (numpy dtype ``object``: copying references without their reference counts would
-        corrupt memory); ``num_threads`` is not an int.
+        ``dst`` or ``src`` is not an array; ``casting`` refuses the pair of dtypes; a dtype
+        strided does not convert (anything but bool, int8..int64, uint8..uint64, float16,
+        bfloat16, float32, float64, complex64, complex128), complex -> real, scale/shift with
+        a complex side or a bool ``dst``; either holds Python objects (numpy dtype
+        ``object``: copying references without their reference counts would corrupt
+        memory); ``num_threads`` is not an int.
     ValueError
         The sizes differ (no broadcasting: broadcast ``src`` first, e.g. with
         ``np.broadcast_to``); ``dst`` is read-only, has a lazy torch conjugate / negative bit,
         requires grad, or has elements that overlap each other; either array is not in host
-        memory (except for two torch tensors, which torch copies); ``num_threads < 1``.
+        memory (except for two torch tensors, which torch copies); a bad ``casting``,
+        ``axis`` or vector length; ``num_threads < 1``.
 
     Notes
     -----
+    Plain casts give numpy's ``astype`` value wherever numpy defines one (int -> int wraps,
+    float -> int truncates toward zero); where numpy's value is undefined (NaN, or a float
+    outside the integer type's range) strided saturates to the range and maps NaN to 0.
+    bfloat16 rounds as torch does (from float32, to nearest even).
+
     A torch tensor that ``src`` shows conjugated or negated lazily is resolved first (a
     copy). A torch ``dst`` has its autograd version counter bumped, as any in-place torch op.
-    Two torch tensors of which one is not on the CPU are copied by ``dst.copy_(src)``.
+    Two torch tensors of which one is not on the CPU are copied (and cast) by
+    ``dst.copy_(src)``; ``scale``/``shift`` are not supported there.
 
     Examples
     --------
@@ -104,24 +131,62 @@ def copyto(dst: Any, src: Any, *, num_threads: int | None = None) -> None:
     >>> r
     array([0, 0, 1, 2, 3])
 
+    Converting while copying: an HWC uint8 image into a CHW float32 buffer, scaled to [0, 1]
+    and normalised per channel, in one pass:
+
+    >>> img = np.array([[[0, 128, 255], [255, 0, 64]]], dtype=np.uint8)   # H=1, W=2, C=3
+    >>> chw = np.empty((3, 1, 2), np.float32)
+    >>> mean, std = np.array([0.5, 0.5, 0.5]), np.array([0.25, 0.5, 0.5])
+    >>> st.copyto(chw.transpose(1, 2, 0), img, scale=1 / (255 * std), shift=-mean / std,
+    ...           axis=2)
+    >>> chw[:, 0]
+    array([[-2.        ,  2.        ],
+           [ 0.00392163, -1.        ],
+           [ 1.        , -0.4980392 ]], dtype=float32)
+
+    (``0.00392163``, not ``1/255``: ``128 * float32(1 / 127.5) + float32(-1)``, rounded in
+    float32 twice, exactly as numpy computes it.)
+
     Everything is checked before anything is written:
 
-    >>> st.copyto(np.zeros((2, 3), np.float32), a)
+    >>> st.copyto(np.zeros((2, 3), np.int8), np.ones((2, 3)))
     Traceback (most recent call last):
         ...
-    TypeError: dst has dtype float32 but src has dtype int32: copyto copies elements unchanged; ...
+    TypeError: cannot copy src of dtype float64 into dst of dtype int8 with casting='same_kind' ...
     >>> st.copyto(np.zeros((3, 2), np.int32), a)
     Traceback (most recent call last):
         ...
     ValueError: dst has shape (3, 2) but src has shape (2, 3): copyto needs the same sizes ...
     """
-    # The fast path first and alone: numpy and buffer-protocol arrays it can copy by itself.
-    if _copyto_arrays(dst, src, num_threads):
+    affine = scale is not None or shift is not None
+    if casting != "same_kind" and casting not in _convert.CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
+                         f"got {casting!r}")
+    # The fast path first and alone: arrays of one dtype it can copy by itself.
+    if not affine and _copyto_arrays(dst, src, num_threads):
         return
-    _copyto_checked(dst, src, num_threads)
+    _copyto_checked(dst, src, num_threads, Conversion(casting, scale, shift, axis))
 
 
-def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
+class Conversion:
+    """What copyto was asked to do to the values: the casting rule and the affine step."""
+
+    __slots__ = ("axis", "casting", "scale", "shift")
+
+    def __init__(self, casting: str = "same_kind", scale: Any = None, shift: Any = None,
+                 axis: Any = None) -> None:
+        self.casting, self.scale, self.shift, self.axis = casting, scale, shift, axis
+
+    @property
+    def affine(self) -> bool:
+        return self.scale is not None or self.shift is not None
+
+
+_PLAIN = Conversion()
+
+
+def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
+                    conversion: Conversion = _PLAIN) -> None:
     """copyto through the interop layer: every check, then the core, or the library's own copy
     for a pair the CPU cannot reach (two torch tensors on an accelerator). The same rules hold
     on every path."""
@@ -133,7 +198,15 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
         _check_host(dst_record, dst, "dst")
         _check_host(src_record, src, "src")
     _check_writeable(dst_record, dst, "dst")
-    _check_same_elements(dst_record, dst, src_record, src)
+    _check_same_sizes(dst_record, src_record)
+    converting = conversion.affine or not library.same_dtype(dst_record, src_record)
+    if converting:
+        types = _conversion_types(dst_record, dst, src_record, src, conversion)
+        params = _channel_params(conversion, dst_record.layout.sizes)
+        if library_copy is not None and conversion.affine:
+            raise ValueError("scale/shift are applied on the CPU only: two torch tensors off "
+                             "the CPU are converted by torch's copy_, without them; move them "
+                             "to the CPU, or compute src * scale + shift with torch first")
     _check_no_self_overlap(dst_record.layout, "dst")
     if dst_record.layout.size == 0:
         return
@@ -141,10 +214,91 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None) -> None:
         library_copy(dst, src, _may_share_memory(dst_record, src_record))
         return
     src_record = library.resolved(src_record)
-    _copy.copy_memory(dst_record.ptr, src_record.ptr, dst_record.layout.sizes,
-                      dst_record.layout.strides, src_record.layout.strides,
-                      dst_record.layout.itemsize, num_threads)
+    layout = dst_record.layout
+    if converting:
+        _convert.convert_memory(dst_record.ptr, src_record.ptr, layout.sizes, layout.strides,
+                                src_record.layout.strides, *types, *params,
+                                num_threads=num_threads)
+    else:
+        _copy.copy_memory(dst_record.ptr, src_record.ptr, layout.sizes, layout.strides,
+                          src_record.layout.strides, layout.itemsize, num_threads)
     library.written(dst_record)
+
+
+def _conversion_types(dst_record: MemoryRecord, dst: Any, src_record: MemoryRecord, src: Any,
+                      conversion: Conversion) -> tuple[str, str]:
+    """The engine's (dst, src) type names, the pair allowed by ``casting`` and converted by
+    the engine; TypeError naming both dtypes otherwise."""
+    names = []
+    for record, x, name in ((dst_record, dst, "dst"), (src_record, src, "src")):
+        type_name = library.type_name(record)
+        if type_name is None:
+            raise TypeError(
+                f"{name} has dtype {library.dtype_name(x, record)}, which strided does not "
+                f"convert: it converts between {', '.join(_convert.TYPE_NAMES)} (native byte "
+                f"order); for other dtypes dst and src must have the same dtype"
+            )
+        names.append(type_name)
+    dst_type, src_type = names
+    _convert.check_pair(dst_type, src_type, conversion.affine)
+    if not _convert.can_cast(src_type, dst_type, conversion.casting):
+        raise TypeError(
+            f"cannot copy src of dtype {library.dtype_name(src, src_record)} into dst of dtype "
+            f"{library.dtype_name(dst, dst_record)} with casting={conversion.casting!r} "
+            f"(numpy's rule); pass casting='unsafe' to convert anyway"
+        )
+    return dst_type, src_type
+
+
+def _channel_params(conversion: Conversion, sizes: tuple[int, ...]
+                    ) -> tuple[Any, Any, tuple[int, ...] | None, int]:
+    """(scale, shift, param_strides, param_length) for the engine: numbers as they are, 1-D
+    vectors as lists of one value per channel along ``axis``."""
+    scale, shift, axis = conversion.scale, conversion.shift, conversion.axis
+    vectors = [v for v in (scale, shift) if _is_vector(v)]
+    if axis is not None:
+        axis = _core.as_int(axis, "axis")
+        if not -len(sizes) <= axis < len(sizes):
+            raise ValueError(f"axis {axis} is out of range for arrays of {len(sizes)} "
+                             f"dimensions")
+        axis %= len(sizes)
+    if not vectors:
+        return scale, shift, None, 1
+    if axis is None:
+        if len(sizes) != 1:
+            raise ValueError(f"scale/shift are vectors (per channel) but axis is None: give "
+                             f"the channel axis (the arrays have {len(sizes)} dimensions)")
+        axis = 0
+    strides = tuple(int(i == axis) for i in range(len(sizes)))
+    return (_param_list(scale, "scale", sizes[axis], axis),
+            _param_list(shift, "shift", sizes[axis], axis), strides, sizes[axis])
+
+
+def _is_vector(value: Any) -> bool:
+    """Whether a scale/shift argument is a vector: anything with a length that is not a 0-d
+    array (numbers, numpy scalars and 0-d arrays or tensors are single values)."""
+    if value is None or getattr(value, "ndim", None) == 0 or isinstance(value, (str, bytes)):
+        return False
+    try:
+        len(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _param_list(value: Any, name: str, length: int, axis: int) -> Any:
+    """A vector as a list (checked 1-D and of the channel axis's length); numbers as they
+    are (the engine repeats them)."""
+    if not _is_vector(value):
+        return value
+    ndim = getattr(value, "ndim", 1)
+    if ndim != 1:
+        raise ValueError(f"{name} must be a number or a 1-D vector, got {ndim} dimensions")
+    items = list(value)
+    if len(items) != length:
+        raise ValueError(f"{name} has {len(items)} values but axis {axis} has {length} "
+                         f"elements: give one value per channel")
+    return items
 
 
 def _may_share_memory(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -215,20 +369,12 @@ def _check_writeable(record: MemoryRecord, x: Any, name: str) -> None:
     library.check_destination(record, name)
 
 
-def _check_same_elements(dst_record: MemoryRecord, dst: Any, src_record: MemoryRecord,
-                         src: Any) -> None:
-    """Same sizes and the same element type, else the error naming both."""
+def _check_same_sizes(dst_record: MemoryRecord, src_record: MemoryRecord) -> None:
     dst_sizes, src_sizes = dst_record.layout.sizes, src_record.layout.sizes
     if dst_sizes != src_sizes:
         raise ValueError(
             f"dst has shape {dst_sizes} but src has shape {src_sizes}: copyto needs the same "
             f"sizes (it does not broadcast)"
-        )
-    if not library.same_dtype(dst_record, src_record):
-        raise TypeError(
-            f"dst has dtype {library.dtype_name(dst, dst_record)} but src has dtype "
-            f"{library.dtype_name(src, src_record)}: copyto copies elements unchanged; convert "
-            f"src first (for {src_record.library}: {library.conversion_hint(src_record)})"
         )
 
 
@@ -253,9 +399,11 @@ def _check_no_self_overlap(layout: Layout, name: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
+def relayout(x: Any, layout: str | Sequence[int] | Layout, *, dtype: Any = None,
+             scale: Any = None, shift: Any = None, axis: int | None = None,
              num_threads: int | None = None) -> Any:
-    """A copy of ``x`` in another physical layout: same library, sizes, dtype and values.
+    """A copy of ``x`` in another physical layout: same library, sizes and values (converted
+    to ``dtype``, through ``scale``/``shift``, when given).
 
     Parameters
     ----------
@@ -268,7 +416,15 @@ def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
         :func:`strided.packed_strides`), or the axes in physical order, outermost first.
         Or a :class:`~strided.Layout` with x's sizes and itemsize: its strides and offset are
         used as they are (padding included; the gaps are zero), in a buffer of
-        ``layout.nbytes`` bytes.
+        ``layout.nbytes`` bytes (its itemsize is the result's).
+    dtype : dtype, optional
+        The result's dtype, of x's library (numpy dtypes for numpy and DLPack libraries,
+        ``"bfloat16"`` through ml_dtypes; torch dtypes, or their numpy names, for torch).
+        Converted as ``astype`` does (any cast but complex -> real; see :func:`copyto` for
+        the values). Default: x's dtype.
+    scale, shift, axis :
+        The affine step of :func:`copyto`, applied in the same pass: per channel along
+        ``axis`` when vectors.
     num_threads : int, optional
         Threads of the copy (see :func:`copyto`).
 
@@ -310,33 +466,61 @@ def relayout(x: Any, layout: str | Sequence[int] | Layout, *,
     >>> z = st.relayout(np.arange(6).reshape(2, 3), padded)
     >>> st.layout_of(z) == padded, z.tolist()
     (True, [[0, 1, 2], [3, 4, 5]])
+
+    Converting on the way: torchvision's ``ToTensor()`` + ``Normalize(mean, std)`` of an HWC
+    uint8 image is one call (the same values as ``(img / 255 - mean) / std`` up to float32
+    rounding; exactly ``img * scale + shift`` in float32):
+
+    >>> img = np.arange(12, dtype=np.uint8).reshape(2, 2, 3) * 20          # H, W, C
+    >>> mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    >>> chw = st.relayout(img.transpose(2, 0, 1), "C", dtype=np.float32,
+    ...                   scale=1 / (255 * std), shift=-mean / std, axis=0)
+    >>> chw.shape, chw.dtype, chw.flags.c_contiguous
+    ((3, 2, 2), dtype('float32'), True)
+    >>> ref = (img.transpose(2, 0, 1) / 255 - mean[:, None, None]) / std[:, None, None]
+    >>> bool(np.allclose(chw, ref, atol=1e-5))
+    True
     """
     _copy.resolve_threads(num_threads)      # a bad num_threads is an error on every path
     record = _describe(x, "x")
-    target, order = _relayout_target(layout, record)
-    out = _allocate(x, record, target, order, zero=_has_gaps(target),
-                    blame=f"layout {layout!r}" if isinstance(layout, Layout) else "x")
+    conversion = Conversion("unsafe", scale, shift, axis)
+    new_dtype, itemsize = None, record.layout.itemsize
+    if dtype is not None:
+        _, new_dtype = library.resolve_dtype(record, dtype)
+        itemsize = new_dtype.itemsize
+    target, order = _relayout_target(layout, record, itemsize)
+    converting = dtype is not None or conversion.affine
     graph_copy = library.graph_copier(record)
+    if graph_copy is not None and conversion.affine:
+        raise ValueError("x requires grad: relayout with scale/shift would leave the autograd "
+                         "graph; compute x * scale + shift with torch, or detach() x first")
+    out = _allocate(x, record, target, order, zero=_has_gaps(target),
+                    blame=f"layout {layout!r}" if isinstance(layout, Layout) else "x",
+                    dtype=new_dtype)
     if graph_copy is not None:
         graph_copy(out, x)      # the library's own copy keeps the result in the autograd graph
+    elif converting:
+        _copyto_checked(out, x, num_threads, conversion)
     else:
         copyto(out, x, num_threads=num_threads)
     return library.hand_over(x, record, out, target)
 
 
-def _relayout_target(layout: Any, record: MemoryRecord) -> tuple[Layout, tuple[int, ...] | None]:
-    """The layout of relayout's result and, when it is packed, its physical order."""
+def _relayout_target(layout: Any, record: MemoryRecord,
+                     itemsize: int) -> tuple[Layout, tuple[int, ...] | None]:
+    """The layout of relayout's result (elements of ``itemsize`` bytes) and, when it is
+    packed, its physical order."""
     own = record.layout
     if not isinstance(layout, Layout):
         order = physical_order(layout, own.ndim)
-        return Layout.packed(own.sizes, order, itemsize=own.itemsize), order
+        return Layout.packed(own.sizes, order, itemsize=itemsize), order
     if layout.sizes != own.sizes:
         raise ValueError(f"layout has sizes {layout.sizes} but x has shape {own.sizes}: "
                          f"relayout keeps the sizes")
-    if layout.itemsize != own.itemsize:
+    if layout.itemsize != itemsize:
         raise ValueError(
-            f"layout.itemsize is {layout.itemsize} but x's elements are {own.itemsize} bytes; "
-            f"build the layout with itemsize={own.itemsize}"
+            f"layout.itemsize is {layout.itemsize} but the result's elements are {itemsize} "
+            f"bytes; build the layout with itemsize={itemsize}"
         )
     _check_no_self_overlap(layout, "layout")
     if layout.size and layout.span[0] < 0:
@@ -377,7 +561,7 @@ def _check_fits(layout: Layout, blame: str) -> None:
 
 
 def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ...] | None, *,
-              zero: bool, blame: str) -> Any:
+              zero: bool, blame: str, dtype: Any = None) -> Any:
     """A new array laid out as ``layout``, made by x's library (see
     :func:`strided.interop._library.allocate`) once it is known to fit in host memory.
 
@@ -386,7 +570,7 @@ def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ..
     """
     if record.in_host_memory:
         _check_fits(layout, blame)
-    return library.allocate(x, record, layout, order, zero)
+    return library.allocate(x, record, layout, order, zero, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,7 +578,8 @@ def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ..
 # --------------------------------------------------------------------------------------------
 
 
-def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = None) -> Any:
+def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: Any = None,
+               shift: Any = None, num_threads: int | None = None) -> Any:
     """Pack a logical ``(N, C, H, W)`` array into a blocked channel format.
 
     Parameters
@@ -405,13 +590,19 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
         ``"NCHWx"`` for any block ``x >= 1`` (``"NCHW4"``, ``"NCHW32"``, ...), oneDNN's
         ``"nChw{x}c"`` (``"nChw8c"``, ``"nChw16c"``: the same layout as NCHWx), or
         ``"CHWN4"``; see :func:`strided.formats.parse_blocked`.
+    dtype : dtype, optional
+        The result's dtype (as for :func:`relayout`): packing float32 into ``np.int8``
+        quantizes, with ``scale``/``shift``.
+    scale, shift : number or 1-D array-like of C values, optional
+        The affine step of :func:`copyto`, per channel when vectors (the channel axis is C):
+        ``y = saturate(round_half_even(x * scale + shift))`` for an integer dtype.
     num_threads : int, optional
         Threads of the copy (see :func:`copyto`).
 
     Returns
     -------
     array
-        A new packed rank-5 array of x's library and dtype, of the physical shape
+        A new packed rank-5 array of x's library and dtype (or ``dtype``), of the physical shape
         :func:`strided.formats.blocked_shape` gives: ``(N, ceil(C/x), H, W, x)`` for NCHWx,
         ``(ceil(C/4), H, W, N, 4)`` for CHWN4. Channel ``c`` of x is
         ``[n, c // x, h, w, c % x]`` (NCHWx); the channels after the last one, up to a
@@ -439,24 +630,32 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, num_threads: int | None = No
     array([0, 1, 2, 3, 4, 5, 0, 0], dtype=int16)
     >>> np.array_equal(st.from_blocked(y, "NCHW4", channels=6), x)
     True
+
+    Quantizing float32 into int8 NCHW4 in the same pass (the padding lanes stay 0):
+
+    >>> f = np.array([0.5, -1.2, 3.0, 100.0, 2.5], np.float32).reshape(1, 5, 1, 1)
+    >>> st.to_blocked(f, "NCHW4", dtype=np.int8, scale=10.0).ravel()
+    array([   5,  -12,   30,  127,   25,    0,    0,    0], dtype=int8)
     """
     spec = parse_blocked(fmt)
     _copy.resolve_threads(num_threads)
     record, library_copy = _source(x, "x")
     n, c, h, w = _logical_sizes(record.layout, spec)
-    out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)),
-                                      itemsize=record.layout.itemsize),
+    conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, scale, shift)
+    out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)), itemsize=itemsize),
                     order=tuple(range(5)), zero=c % spec.block != 0,
-                    blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}")
+                    blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
+                    dtype=new_dtype)
     out_record = describe(out)
     pieces = _blocked_pieces(record.layout, out_record.layout, spec)
     _copy_pieces((out, out_record), (x, record),
-                 [(blocked, logical) for logical, blocked in pieces], num_threads, library_copy)
+                 [(blocked, logical) for logical, blocked in pieces], num_threads, library_copy,
+                 conversion, _channel_pieces(record.layout, out_record.layout, spec))
     return library.hand_over(x, record, out, out_record.layout)
 
 
-def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
-                 num_threads: int | None = None) -> Any:
+def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
+                 scale: Any = None, shift: Any = None, num_threads: int | None = None) -> Any:
     """Unpack a blocked channel format into a packed row-major ``(N, C, H, W)`` array.
 
     The inverse of :func:`to_blocked`: the padding channels are dropped.
@@ -507,12 +706,35 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int,
     _copy.resolve_threads(num_threads)
     record, library_copy = _source(y, "y")
     sizes = _unblocked_sizes(record.layout, spec, channels)
-    out = _allocate(y, record, Layout(sizes, itemsize=record.layout.itemsize),
-                    order=tuple(range(4)), zero=False, blame=f"channels={channels!r}")
+    conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, scale, shift)
+    out = _allocate(y, record, Layout(sizes, itemsize=itemsize), order=tuple(range(4)),
+                    zero=False, blame=f"channels={channels!r}", dtype=new_dtype)
     out_record = describe(out)
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
-    _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy)
+    _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy, conversion,
+                 _channel_pieces(out_record.layout, record.layout, spec))
     return library.hand_over(y, record, out, out_record.layout)
+
+
+def _blocked_conversion(record: MemoryRecord, dtype: Any, scale: Any,
+                        shift: Any) -> tuple[Conversion | None, Any, int]:
+    """(the conversion or None for a plain copy, the result's library dtype or None for
+    x's, the result's itemsize) of to_blocked's / from_blocked's arguments."""
+    if dtype is None and scale is None and shift is None:
+        return None, None, record.layout.itemsize
+    new_dtype, itemsize = None, record.layout.itemsize
+    if dtype is not None:
+        _, new_dtype = library.resolve_dtype(record, dtype)
+        itemsize = new_dtype.itemsize
+    return Conversion("unsafe", scale, shift, axis=1), new_dtype, itemsize
+
+
+def _channel_pieces(logical: Layout, blocked: Layout, spec: BlockedFormat) -> list[Layout]:
+    """For each piece of :func:`_blocked_pieces`, the layout of its logical side over the
+    per-channel parameters: a vector of C values seen as ``(N, C, H, W)`` with strides
+    ``(0, 1, 0, 0)``, cut exactly as the logical layout is (its offset is the first channel)."""
+    channels = Layout(logical.sizes, (0, 1, 0, 0))
+    return [piece for piece, _ in _blocked_pieces(channels, blocked, spec)]
 
 
 def _logical_sizes(layout: Layout, spec: BlockedFormat) -> tuple[int, int, int, int]:
@@ -577,22 +799,45 @@ def _blocked_pieces(logical: Layout, blocked: Layout,
 
 def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                  pieces: list[tuple[Layout, Layout]], num_threads: int | None,
-                 library_copy: LibraryCopy | None) -> None:
+                 library_copy: LibraryCopy | None, conversion: Conversion | None = None,
+                 channels: list[Layout] | None = None) -> None:
     """Copy each (dst layout, src layout) piece between two (array, record) pairs: by the core,
     or by the library's own copy (between views) when the CPU cannot reach the memory.
 
-    Each layout is checked against its record first: a piece reaching outside the memory is
-    an error, never a stray write. dst is a new array: it shares no memory with src.
+    With a ``conversion``, each piece is converted instead, its per-channel parameters
+    addressed by the matching layout of ``channels`` (strides into the vectors, offset = the
+    piece's first channel). Each layout is checked against its record first: a piece reaching
+    outside the memory is an error, never a stray write. dst is a new array: it shares no
+    memory with src.
     """
     (dst_array, dst_record), (src_array, src_record) = dst, src
-    itemsize = dst_record.layout.itemsize
-    for dst_piece, src_piece in pieces:
+    dsize, ssize = dst_record.layout.itemsize, src_record.layout.itemsize
+    types = params = None
+    if conversion is not None:
+        if library_copy is not None:
+            raise ValueError("dtype/scale/shift of blocked formats are converted on the CPU "
+                             "only; move the tensor to the CPU first")
+        types = _conversion_types(dst_record, dst_array, src_record, src_array, conversion)
+        params = _channel_params(conversion, dst_record.layout.sizes if dst_record.layout.ndim
+                                 == 4 else src_record.layout.sizes)
+    for k, (dst_piece, src_piece) in enumerate(pieces):
         check_view(dst_piece, dst_record)
         check_view(src_piece, src_record)
         if library_copy is not None:
             library_copy(view(dst_array, dst_piece, copy=False), view(src_array, src_piece),
                          False)
             continue
-        _copy.copy_memory(dst_record.ptr + dst_piece.offset * itemsize,
-                          src_record.ptr + src_piece.offset * itemsize, dst_piece.sizes,
-                          dst_piece.strides, src_piece.strides, itemsize, num_threads)
+        dst_ptr = dst_record.ptr + dst_piece.offset * dsize
+        src_ptr = src_record.ptr + src_piece.offset * ssize
+        if types is None or params is None or channels is None:
+            _copy.copy_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
+                              src_piece.strides, dsize, num_threads)
+            continue
+        scale, shift, strides, length = params
+        first = channels[k].offset
+        _convert.convert_memory(
+            dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides, src_piece.strides, *types,
+            scale[first:] if isinstance(scale, list) else scale,
+            shift[first:] if isinstance(shift, list) else shift,
+            channels[k].strides if strides is not None else None,
+            length - first if strides is not None else 1, num_threads=num_threads)

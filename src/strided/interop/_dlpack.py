@@ -10,10 +10,12 @@ import numpy as np
 from strided.formats import strides_agree
 from strided.interop import _capsule
 from strided.interop._numpy import ndarray_at, new_array, numpy_dtype
+from strided.interop._numpy import resolve_dtype as resolve_numpy_dtype
 from strided.interop._record import MemoryRecord, aliases, device_name
 from strided.layout import Layout
 
-__all__ = ["Exporter", "allocate_on_host", "describe", "from_host", "hand_over", "view"]
+__all__ = ["Exporter", "allocate_on_host", "describe", "from_host", "hand_over", "resolve_dtype",
+           "view"]
 
 # Devices whose data pointers are plain addresses, so an offset may be folded into the pointer.
 _ADDRESSABLE = {1, 2, 3, 10, 11, 13}     # CPU, CUDA, CUDA host, ROCm, ROCm host, CUDA managed
@@ -168,9 +170,23 @@ def from_host(like: Any, arr: np.ndarray) -> Any:
         ) from None
 
 
+def resolve_dtype(dtype: Any) -> tuple[str, np.dtype]:
+    """(engine type name, numpy dtype) of a ``dtype`` argument for a new array of a DLPack
+    library: its dtype objects (jax's are numpy's; array-api-strict's wrap one) or any numpy
+    dtype-like. bfloat16 is refused: numpy cannot hand it over DLPack."""
+    name, resolved = resolve_numpy_dtype(getattr(dtype, "_np_dtype", dtype))
+    if name == "bfloat16":
+        raise TypeError("bfloat16 results are not supported for DLPack libraries other than "
+                        "torch: strided builds them in numpy, which cannot hand bfloat16 over "
+                        "DLPack; convert to float32, or use torch")
+    return name, resolved
+
+
 def allocate_on_host(like: Any, record: MemoryRecord, layout: Layout,
-                     order: tuple[int, ...] | None, zero: bool) -> np.ndarray:
-    """A host numpy array of like's dtype laid out as ``layout``, for :func:`hand_over`.
+                     order: tuple[int, ...] | None, zero: bool,
+                     dtype: np.dtype | None = None) -> np.ndarray:
+    """A host numpy array of like's dtype (or ``dtype``) laid out as ``layout``, for
+    :func:`hand_over`.
 
     Raises
     ------
@@ -181,7 +197,7 @@ def allocate_on_host(like: Any, record: MemoryRecord, layout: Layout,
     if not record.in_host_memory:
         raise ValueError(f"x is on device {device_name(like, record)}: strided builds new "
                          f"arrays of this library on the host only")
-    return new_array(numpy_dtype(record.dtype), layout, order, zero)
+    return new_array(numpy_dtype(record.dtype) if dtype is None else dtype, layout, order, zero)
 
 
 def hand_over(like: Any, arr: np.ndarray, layout: Layout) -> Any:

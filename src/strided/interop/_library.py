@@ -17,20 +17,21 @@ from collections.abc import Callable
 from typing import Any
 
 from strided.interop import _dlpack, _numpy, _torch
-from strided.interop._record import MemoryRecord
+from strided.interop._record import MemoryRecord, type_name
 from strided.layout import Layout
 
 __all__ = [
     "allocate",
     "check_destination",
-    "conversion_hint",
     "device_copier",
     "dtype_name",
     "graph_copier",
     "hand_over",
     "refuse_raw_copy",
+    "resolve_dtype",
     "resolved",
     "same_dtype",
+    "type_name",
     "written",
 ]
 
@@ -93,12 +94,6 @@ def dtype_name(x: Any, record: MemoryRecord) -> str:
     return str(dtype) if dtype is not None else f"DLPack {record.dtype}"
 
 
-def conversion_hint(record: MemoryRecord) -> str:
-    """How a user of the array's library converts ``src`` to dst's dtype."""
-    return {"numpy": "src.astype(dst.dtype)", "torch": "src.to(dst.dtype)"}.get(
-        record.library, "xp.astype(src, dst.dtype)")
-
-
 def device_copier(dst: MemoryRecord, src: MemoryRecord) -> Callable[[Any, Any, bool], None] | None:
     """The library's own copy for a pair the CPU does not copy, or None for a host pair.
 
@@ -119,9 +114,28 @@ def graph_copier(record: MemoryRecord) -> Callable[[Any, Any], None] | None:
     return None
 
 
+def resolve_dtype(record: MemoryRecord, dtype: Any) -> tuple[str, Any]:
+    """(engine type name, the library's dtype) of a ``dtype`` argument for a new array of the
+    record's library: a numpy dtype-like for numpy and host DLPack libraries (their arrays are
+    built in numpy and handed over), a torch dtype or its numpy name for torch.
+
+    Raises
+    ------
+    TypeError
+        Not a dtype, one strided does not convert, or bfloat16 for a DLPack library (numpy
+        cannot hand bfloat16 over DLPack).
+    """
+    if record.library == "torch":
+        return _torch.resolve_dtype(dtype)
+    if record.library == "numpy":
+        return _numpy.resolve_dtype(dtype)
+    return _dlpack.resolve_dtype(dtype)
+
+
 def allocate(like: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ...] | None,
-             zero: bool) -> Any:
-    """A new array laid out as ``layout``, for a result of like's library and dtype.
+             zero: bool, dtype: Any = None) -> Any:
+    """A new array laid out as ``layout``, for a result of like's library and dtype (or
+    ``dtype``, as :func:`resolve_dtype` gives it).
 
     numpy and torch make their own (torch on like's device); for any other library the array
     is a host numpy array, given to the library by :func:`hand_over` once written. ``order``:
@@ -135,10 +149,11 @@ def allocate(like: Any, record: MemoryRecord, layout: Layout, order: tuple[int, 
         off the host.
     """
     if record.library == "torch":
-        return _torch.allocate(like, layout, order, zero)
+        return _torch.allocate(like, layout, order, zero, dtype)
     if record.library == "numpy":
-        return _numpy.new_array(record.owner.dtype, layout, order, zero)
-    return _dlpack.allocate_on_host(like, record, layout, order, zero)
+        return _numpy.new_array(record.owner.dtype if dtype is None else dtype, layout, order,
+                                zero)
+    return _dlpack.allocate_on_host(like, record, layout, order, zero, dtype)
 
 
 def hand_over(like: Any, record: MemoryRecord, out: Any, layout: Layout) -> Any:

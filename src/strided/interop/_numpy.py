@@ -8,11 +8,11 @@ import numpy as np
 
 from strided import _core
 from strided.interop import _ndarray
-from strided.interop._record import CPU, MemoryRecord, aliases
+from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, aliases
 from strided.layout import Layout
 
-__all__ = ["describe", "describe_buffer", "ndarray_at", "new_array", "numpy_dtype",
-           "refuse_raw_copy", "view"]
+__all__ = ["bfloat16", "describe", "describe_buffer", "ndarray_at", "new_array", "numpy_dtype",
+           "refuse_raw_copy", "resolve_dtype", "type_name_of", "view"]
 
 # DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -22,14 +22,60 @@ _NUMPY_KINDS = {code: kind for kind, code in _DLPACK_CODES.items()}
 
 
 def _dlpack_dtype(dtype: np.dtype) -> tuple[int, int, int] | None:
-    """DLPack's (code, bits, lanes) for numpy's dtype; DLPack types are native-endian."""
+    """DLPack's (code, bits, lanes) for numpy's dtype; DLPack types are native-endian.
+    ml_dtypes' bfloat16 is DLPack's bfloat16."""
+    if dtype.name == "bfloat16" and dtype.itemsize == 2 and dtype.type.__module__ == "ml_dtypes":
+        return DLPACK_TYPES["bfloat16"]
     code = _DLPACK_CODES.get(dtype.kind) if dtype.isnative else None
     return None if code is None else (code, 8 * dtype.itemsize, 1)
+
+
+def bfloat16() -> np.dtype:
+    """numpy's bfloat16, from ml_dtypes. TypeError when ml_dtypes is not installed."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError("numpy has no bfloat16 of its own: install ml_dtypes "
+                        "(pip install ml-dtypes) for numpy arrays of bfloat16") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def resolve_dtype(dtype: Any) -> tuple[str, np.dtype]:
+    """(engine type name, numpy dtype) of a ``dtype`` argument: anything ``np.dtype`` takes,
+    ``"bfloat16"`` (ml_dtypes), or a torch dtype of the same name.
+
+    Raises
+    ------
+    TypeError
+        Not a dtype, or one strided does not convert (byte-swapped, structured, ...).
+    """
+    if type(dtype).__module__ == "torch":
+        dtype = str(dtype).removeprefix("torch.")
+    if dtype == "bfloat16":
+        resolved = bfloat16()
+    else:
+        try:
+            resolved = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"dtype {dtype!r} is not a numpy dtype") from None
+    name = type_name_of(resolved)
+    if name is None:
+        raise TypeError(f"dtype {resolved} is not one of the types strided converts "
+                        f"({', '.join(DLPACK_TYPES)})")
+    return name, resolved
+
+
+def type_name_of(dtype: np.dtype) -> str | None:
+    """The engine's name of a numpy dtype, or None when strided does not convert it."""
+    dlpack = _dlpack_dtype(dtype)
+    return next((name for name, code in DLPACK_TYPES.items() if code == dlpack), None)
 
 
 def numpy_dtype(dlpack_dtype: tuple[int, int, int] | None) -> np.dtype:
     """numpy's dtype for DLPack's (code, bits, lanes); ValueError when numpy has none."""
     code, bits, lanes = dlpack_dtype or (-1, 0, 0)
+    if (code, bits, lanes) == DLPACK_TYPES["bfloat16"]:
+        return bfloat16()
     kind = _NUMPY_KINDS.get(code) if lanes == 1 and bits % 8 == 0 else None
     if kind is None:
         raise ValueError(f"numpy has no dtype for DLPack dtype code {code}, {bits} bits, "

@@ -8,13 +8,26 @@ from typing import Any
 from strided import _core
 from strided.layout import Layout
 
-__all__ = ["CPU", "HOST_DEVICES", "MemoryRecord", "aliases", "check_view", "device_name"]
+__all__ = ["CPU", "DLPACK_TYPES", "HOST_DEVICES", "MemoryRecord", "aliases", "check_view",
+           "device_name", "type_name"]
 
 CPU = (1, 0)
 """The DLPack device of host memory: ``(kDLCPU, 0)``."""
 
 HOST_DEVICES = frozenset({1, 3, 11})
 """DLPack device types whose memory the CPU addresses directly: CPU, CUDA and ROCm pinned host."""
+
+DLPACK_TYPES = {
+    "bool": (6, 8, 1),
+    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
+    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
+    "bfloat16": (4, 16, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
+}
+"""DLPack's ``(code, bits, lanes)`` of every element type strided converts, by the name numpy,
+torch and the conversion engine (``strided._convert.TYPE_NAMES``) give it."""
+
+_NAMES_OF_DLPACK = {dlpack: name for name, dlpack in DLPACK_TYPES.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +87,12 @@ class MemoryRecord:
     def buffer_elements(self) -> int:
         """Number of elements of the owner's memory (``extent`` end minus start, plus one)."""
         return self.extent[1] - self.extent[0] + 1
+
+
+def type_name(record: MemoryRecord) -> str | None:
+    """The conversion engine's name of the record's element type, or None when strided does
+    not convert it (a DLPack dtype it has no kernel for, or a dtype without a DLPack code)."""
+    return None if record.dtype is None else _NAMES_OF_DLPACK.get(record.dtype)
 
 
 def check_view(layout: object, record: MemoryRecord) -> Layout:

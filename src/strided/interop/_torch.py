@@ -9,23 +9,18 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from strided.interop._record import CPU, MemoryRecord
+from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord
 from strided.layout import Layout
 
 __all__ = ["allocate", "check_destination", "copies_itself", "describe", "device_copy",
-           "graph_copier", "is_tensor", "refuse_raw_copy", "resolved", "view", "written"]
+           "graph_copier", "is_tensor", "refuse_raw_copy", "resolve_dtype", "resolved", "view",
+           "written"]
 
 NO_DLPACK_DEVICE = (-1, 0)
 """The device of tensors DLPack has no code for (torch's ``meta`` device)."""
 
-# torch dtype name -> DLPack (code, bits, lanes).
-_DLPACK_DTYPES = {
-    "bool": (6, 8, 1),
-    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
-    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
-    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
-    "bfloat16": (4, 16, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
-}
+# torch dtype name -> DLPack (code, bits, lanes): torch names its dtypes as numpy does.
+_DLPACK_DTYPES = DLPACK_TYPES
 
 
 def is_tensor(x: object) -> bool:
@@ -243,8 +238,42 @@ def _memory_format(torch: Any, order: tuple[int, ...]) -> Any:
             (0, 2, 3, 4, 1): torch.channels_last_3d}.get(order)
 
 
-def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: bool) -> Any:
-    """A new tensor of like's dtype and device laid out as ``layout``.
+def resolve_dtype(dtype: Any) -> tuple[str, Any]:
+    """(engine type name, torch dtype) of a ``dtype`` argument: a torch dtype, or a numpy
+    dtype-like naming one of the types strided converts (``np.float16``, ``"bfloat16"``).
+
+    Raises
+    ------
+    TypeError
+        Not a dtype, or one strided does not convert.
+    """
+    torch = sys.modules["torch"]
+    if isinstance(dtype, torch.dtype):
+        name = str(dtype).removeprefix("torch.")
+    else:
+        name = _dtype_name(dtype)
+    if name not in DLPACK_TYPES:
+        raise TypeError(f"dtype {dtype!r} is not one of the types strided converts "
+                        f"({', '.join(DLPACK_TYPES)})")
+    return name, getattr(torch, name)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """numpy's name of a dtype-like, without importing anything numpy does not need."""
+    import numpy as np
+
+    if dtype == "bfloat16" or getattr(dtype, "__name__", None) == "bfloat16":
+        return "bfloat16"
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"dtype {dtype!r} is not a dtype") from None
+
+
+def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: bool,
+             dtype: Any = None) -> Any:
+    """A new tensor of like's dtype (or ``dtype``, a torch dtype) and device laid out as
+    ``layout``.
 
     With ``order`` (the layout is packed in that physical order) the tensor is made the way
     torch makes its own: ``memory_format=torch.channels_last`` for NHWC, ``channels_last_3d``
@@ -258,7 +287,7 @@ def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: boo
         The layout has a negative stride on an axis of more than one element.
     """
     torch = sys.modules["torch"]
-    options = {"dtype": like.dtype, "device": like.device}
+    options = {"dtype": like.dtype if dtype is None else dtype, "device": like.device}
     if order is not None:
         memory_format = _memory_format(torch, order)
         out = None

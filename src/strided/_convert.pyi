@@ -1,0 +1,30 @@
+from collections.abc import Sequence
+from typing import SupportsFloat, SupportsIndex
+
+TYPE_NAMES: tuple[str, ...]
+
+_Params = SupportsFloat | Sequence[SupportsFloat] | None
+
+def compute_type(src_type: str) -> str: ...
+def check_pair(dst_type: str, src_type: str, affine: bool = False) -> None: ...
+def convert_memory(
+    dst_address: SupportsIndex,
+    src_address: SupportsIndex,
+    sizes: Sequence[SupportsIndex],
+    dst_strides: Sequence[SupportsIndex],
+    src_strides: Sequence[SupportsIndex],
+    dst_type: str,
+    src_type: str,
+    scale: _Params = None,
+    shift: _Params = None,
+    param_strides: Sequence[SupportsIndex] | None = None,
+    param_length: SupportsIndex = 1,
+    num_threads: int | None = None,
+) -> None: ...
+def _tune(
+    tile_bytes: int | None = None, period_items: int | None = None
+) -> tuple[int, int]: ...
+
+CASTINGS: tuple[str, ...]
+
+def can_cast(src_type: str, dst_type: str, casting: str) -> bool: ...

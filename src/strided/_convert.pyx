@@ -1,0 +1,668 @@
+"""The conversion engine of strided: a strided copy that changes the element type on the way.
+
+A conversion is planned like a copy (``strided._copy``): drop size-1 dims, walk the
+destination forwards, sort the dims by the destination's strides, merge the dims contiguous in
+both layouts *and* in the per-channel parameters. What is left is an outer loop nest around a
+2-D block problem whose columns are the destination's innermost dim. Element strides do not
+depend on the itemsize, so this is the copy planner's problem with two byte widths.
+
+- When the destination's innermost dim is unit-stride and another dim is unit-stride in the
+  source, the block is a transpose: a tile is converted into a staging buffer in the source's
+  order (contiguous reads, the fused row kernels of ``_kernels/convert.h``), then written with
+  the copy engine's own transpose kernels at the destination's itemsize
+  (``_copy.transpose_block``). The tile stays in L1, so memory sees one read and one write.
+- Otherwise each row is converted in place (``st_cvt_row``: fused for unit strides, a chunked
+  wide-buffer path for any other).
+
+Per-channel ``scale``/``shift`` are a third operand: vectors of the compute type, addressed
+with their own element strides (1 along the channel axis, 0 elsewhere; a blocked format's
+channel split in two dims has strides ``(x, 1)``). The innermost loops never see an axis.
+
+What this module adds to the copy engine: the plan of a conversion, its runner on threads, and
+``convert_memory``, the raw entry that :mod:`strided.copy` calls once everything is checked.
+"""
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from libc.stdint cimport int64_t, intptr_t
+from cython.parallel cimport prange
+
+from strided._copy cimport copy_elements, copy_threads, simd_level, transpose_block
+from strided._core cimport (
+    MAX_NDIM, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
+    c_packed_strides, c_size, c_span, check_byte_span, default_max_work, entries, load_ints,
+    raise_too_hard, tuple_of,
+)
+from strided._openmp cimport STRIDED_OPENMP_ENABLED
+
+import numbers
+
+cdef extern from "_kernels/convert.h":
+    enum:
+        ST_BOOL
+        ST_I8
+        ST_I16
+        ST_I32
+        ST_I64
+        ST_U8
+        ST_U16
+        ST_U32
+        ST_U64
+        ST_F16
+        ST_BF16
+        ST_F32
+        ST_F64
+        ST_C64
+        ST_C128
+        ST_NTYPES
+        ST_CVT_PLAIN
+        ST_CVT_AFF32
+        ST_CVT_AFF64
+    ctypedef void (*st_fused_fn)(char* d, const char* s, Py_ssize_t n, const void* scale,
+                                 const void* shift, Py_ssize_t ps) noexcept nogil
+    ctypedef struct st_cvt_op:
+        int stype
+        int dtype
+        int mode
+        st_fused_fn fused
+    const int* st_type_size
+    int st_cvt_init() noexcept nogil
+    st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd) noexcept nogil
+    void st_cvt_row(const st_cvt_op* op, char* dst, Py_ssize_t ds, const char* src,
+                    Py_ssize_t ss, Py_ssize_t n, const char* scale, const char* shift,
+                    Py_ssize_t ps) noexcept nogil
+
+
+st_cvt_init()   # once, at import
+
+TYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+"""The element types the engine converts between, by numpy's (and torch's) names."""
+
+_CODES = {name: code for code, name in enumerate(TYPE_NAMES)}
+_COMPLEX = frozenset({"complex64", "complex128"})
+# The affine step runs in numpy's result_type(src, float32): float64 for these sources
+_WIDE_SOURCES = frozenset({"int32", "int64", "uint32", "uint64", "float64"})
+
+
+def compute_type(src_type):
+    """The compute type of the affine step for a source type: ``"float32"`` or ``"float64"``
+    (numpy's ``result_type(src, float32)``)."""
+    return "float64" if _type_code(src_type, "src_type") in _WIDE_CODES else "float32"
+
+
+cdef int _type_code(object name, str what) except -1:
+    if not isinstance(name, str) or name not in _CODES:
+        raise TypeError(f"{what} must be one of {', '.join(TYPE_NAMES)}; got {name!r}")
+    return _CODES[name]
+
+
+_WIDE_CODES = frozenset(_CODES[n] for n in _WIDE_SOURCES)
+
+
+def check_pair(dst_type, src_type, affine=False):
+    """Raise TypeError when the engine does not convert ``src_type`` to ``dst_type`` (with the
+    affine step when ``affine``); return None otherwise."""
+    _type_code(dst_type, "dst_type")
+    _type_code(src_type, "src_type")
+    if src_type in _COMPLEX and dst_type not in _COMPLEX:
+        raise TypeError(f"cannot convert {src_type} to {dst_type}: strided does not discard "
+                        f"imaginary parts (take .real first)")
+    if affine and (src_type in _COMPLEX or dst_type in _COMPLEX):
+        raise TypeError(f"scale/shift are not supported for complex values ({src_type} -> "
+                        f"{dst_type})")
+    if affine and dst_type == "bool":
+        raise TypeError(f"scale/shift cannot produce a bool destination ({src_type} -> bool): "
+                        f"compare the values instead")
+
+
+# --------------------------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------------------------
+
+cdef enum:
+    _ROWS = 0
+    _TRANSPOSE = 1
+
+cdef int64_t _TILE_BYTES = 16384       # a staged tile, in destination bytes: fits L1
+cdef int64_t _ROW_BYTES = 64 * 1024    # bytes of a block of rows
+cdef int64_t _THREAD_BYTES = 256 * 1024   # each extra thread needs this much work
+cdef int64_t _NOGIL_BYTES = 16 * 1024  # smaller conversions keep the GIL
+cdef int64_t _PERIOD_ITEMS = 512       # an unrolled period of per-channel parameters
+
+ctypedef struct ConvertPlan:
+    st_cvt_op op
+    int kind
+    int nouter
+    int64_t n[MAX_NDIM]
+    int64_t ds[MAX_NDIM]
+    int64_t ss[MAX_NDIM]
+    int64_t ps[MAX_NDIM]
+    int64_t R, C, dp, dq, sp, sq, pp, pq
+    int64_t BR, BC, nbr, nbc, items
+    int64_t dsz, ssz, ct
+    int64_t dst_shift, src_shift, par_shift   # bytes, from the flipped dims
+    int64_t nbytes                            # bytes read + written
+    bint outer_params                         # some outer dim moves the parameters
+    const char* scale
+    const char* shift
+    char* period_scale      # the parameters of one tile column, repeated (or NULL)
+    char* period_shift
+    int64_t period
+
+
+cdef inline int64_t _ceil_div(int64_t a, int64_t b) noexcept nogil:
+    return (a + b - 1) // b
+
+
+cdef inline int64_t _abs64(int64_t v) noexcept nogil:
+    return -v if v < 0 else v
+
+
+cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                const int64_t* sstr, const int64_t* pstr) noexcept nogil:
+    """Fill P's loop nest and blocks for a non-empty conversion (spans already checked)."""
+    cdef int64_t n[MAX_NDIM]
+    cdef int64_t ds[MAX_NDIM]
+    cdef int64_t ss[MAX_NDIM]
+    cdef int64_t ps[MAX_NDIM]
+    cdef int64_t tn, td, ts, tp, side
+    cdef int i, j, d = 0, m, p = -1, q
+    P.dst_shift = 0
+    P.src_shift = 0
+    P.par_shift = 0
+    for i in range(nd):
+        if sizes[i] == 1:
+            continue
+        n[d], ds[d], ss[d], ps[d] = sizes[i], dstr[i], sstr[i], pstr[i]
+        if ds[d] < 0:   # walk the destination forwards: flip the dim in every operand
+            P.dst_shift += (n[d] - 1) * ds[d] * P.dsz
+            P.src_shift += (n[d] - 1) * ss[d] * P.ssz
+            P.par_shift += (n[d] - 1) * ps[d] * P.ct
+            ds[d], ss[d], ps[d] = -ds[d], -ss[d], -ps[d]
+        d += 1
+    for i in range(1, d):   # by destination stride, outermost first
+        tn, td, ts, tp = n[i], ds[i], ss[i], ps[i]
+        j = i - 1
+        while j >= 0 and (ds[j] < td or (ds[j] == td and _abs64(ss[j]) < _abs64(ts))):
+            n[j + 1], ds[j + 1], ss[j + 1], ps[j + 1] = n[j], ds[j], ss[j], ps[j]
+            j -= 1
+        n[j + 1], ds[j + 1], ss[j + 1], ps[j + 1] = tn, td, ts, tp
+    m = 0
+    for i in range(d):   # merge dims contiguous in the three operands
+        if (m > 0 and ds[m - 1] == ds[i] * n[i] and ss[m - 1] == ss[i] * n[i]
+                and ps[m - 1] == ps[i] * n[i]):
+            n[m - 1] *= n[i]
+            ds[m - 1], ss[m - 1], ps[m - 1] = ds[i], ss[i], ps[i]
+        else:
+            n[m], ds[m], ss[m], ps[m] = n[i], ds[i], ss[i], ps[i]
+            m += 1
+    d = m
+    if d == 0:
+        n[0], ds[0], ss[0], ps[0] = 1, 1, 1, 0
+        d = 1
+    q = d - 1
+    P.kind = _ROWS
+    if ds[q] == 1 and ss[q] != 1 and ss[q] != 0:
+        for i in range(q):
+            if ss[i] == 1:
+                p = i
+                P.kind = _TRANSPOSE
+                break
+    if P.kind == _ROWS and d >= 2:
+        p = d - 2
+    P.C, P.dq, P.sq, P.pq = n[q], ds[q], ss[q], ps[q]
+    if p >= 0:
+        P.R, P.dp, P.sp, P.pp = n[p], ds[p], ss[p], ps[p]
+    else:
+        P.R, P.dp, P.sp, P.pp = 1, 0, 0, 0
+    P.nouter = 0
+    P.outer_params = False
+    for i in range(d):
+        if i != p and i != q:
+            P.n[P.nouter], P.ds[P.nouter] = n[i], ds[i]
+            P.ss[P.nouter], P.ps[P.nouter] = ss[i], ps[i]
+            P.outer_params = P.outer_params or ps[i] != 0
+            P.nouter += 1
+    if P.kind == _TRANSPOSE:
+        # Tiles in L1: whole source runs when they are short (an image's 3 channels), else
+        # square-ish tiles of at most _TILE_BYTES of the destination's items.
+        side = 8
+        while (2 * side) * (2 * side) * P.dsz <= _TILE_BYTES:
+            side *= 2
+        if P.R <= side:
+            P.BR = P.R
+            P.BC = min(P.C, max(<int64_t>16, _TILE_BYTES // (P.R * P.dsz)))
+        else:
+            P.BR = side
+            P.BC = min(P.C, side)
+    else:
+        P.BC = min(P.C, max(<int64_t>1, _ROW_BYTES // max(P.dsz, P.ssz)))
+        P.BR = min(P.R, max(<int64_t>1, _ROW_BYTES // (P.BC * max(P.dsz, P.ssz))))
+    P.nbr = _ceil_div(P.R, P.BR)
+    P.nbc = _ceil_div(P.C, P.BC)
+    P.items = P.nbr * P.nbc
+    for i in range(P.nouter):
+        P.items *= P.n[i]
+
+
+cdef bint _whole_runs(const ConvertPlan* P) noexcept nogil:
+    """Whether a block is one contiguous run of short rows back to back, converted in one call
+    rather than one per row: a transpose's source tile (rows of R), or a block of rows of C
+    contiguous in both layouts that did not merge only because the parameters move along
+    them (an HWC image's channels). The parameters may move along the short rows only."""
+    if P.kind == _TRANSPOSE:
+        return P.BR == P.R and P.sq == P.R and P.pq == 0
+    return (P.BC == P.C and P.dq == 1 and P.sq == 1 and P.dp == P.C and P.sp == P.C
+            and P.pp == 0)
+
+
+cdef inline int64_t _run_row(const ConvertPlan* P) noexcept nogil:
+    """The short rows of a whole run: R of a transpose, C of rows."""
+    return P.R if P.kind == _TRANSPOSE else P.C
+
+
+cdef inline int64_t _run_ps(const ConvertPlan* P) noexcept nogil:
+    """The parameter stride along a whole run's short rows."""
+    return P.pp if P.kind == _TRANSPOSE else P.pq
+
+
+cdef int _unroll_period(ConvertPlan* P) except -1:
+    """When whole runs need per-row parameters (an image's channels are the source's
+    innermost dim), lay out the parameters of one column repeated to about _PERIOD_ITEMS
+    items, so the run converts with unit parameter strides."""
+    cdef int64_t reps, k, i, row = _run_row(P), ps = _run_ps(P)
+    P.period_scale = NULL
+    P.period_shift = NULL
+    P.period = 0
+    if not (_whole_runs(P) and ps != 0 and not P.outer_params and P.op.mode != ST_CVT_PLAIN):
+        return 0
+    reps = max(<int64_t>1, _PERIOD_ITEMS // row)
+    P.period = reps * row
+    P.period_scale = <char*>PyMem_RawMalloc(<size_t>(2 * P.period * P.ct))
+    if P.period_scale == NULL:
+        raise MemoryError()
+    P.period_shift = P.period_scale + P.period * P.ct
+    for k in range(reps):
+        for i in range(row):
+            _put_ct(P, P.period_scale, k * row + i, P.scale + P.par_shift + i * ps * P.ct)
+            _put_ct(P, P.period_shift, k * row + i, P.shift + P.par_shift + i * ps * P.ct)
+    return 0
+
+
+cdef inline void _put_ct(const ConvertPlan* P, char* out, int64_t i,
+                         const char* value) noexcept nogil:
+    if P.ct == 8:
+        (<double*>out)[i] = (<const double*>value)[0]
+    else:
+        (<float*>out)[i] = (<const float*>value)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Running a plan
+# --------------------------------------------------------------------------------------------
+
+cdef void _convert_run(const ConvertPlan* P, char* out, const char* src, int64_t total,
+                       const char* scale, const char* shift) noexcept nogil:
+    """A whole run (_whole_runs) of ``total`` items from ``src`` into contiguous ``out``."""
+    cdef int64_t k = 0, run, row = _run_row(P), ps = _run_ps(P)
+    if ps == 0:
+        st_cvt_row(&P.op, out, 1, src, 1, total, scale, shift, 0)
+    elif P.period_scale != NULL:
+        while k < total:
+            run = min(P.period, total - k)
+            st_cvt_row(&P.op, out + k * P.dsz, 1, src + k * P.ssz, 1, run, P.period_scale,
+                       P.period_shift, 1)
+            k += run
+    else:
+        while k < total:
+            st_cvt_row(&P.op, out + k * P.dsz, 1, src + k * P.ssz, 1, row, scale, shift, ps)
+            k += row
+
+
+cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const char* scale,
+                     const char* shift, int64_t h, int64_t w, char* tile) noexcept nogil:
+    """One block of h x w: ``dst``, ``src``, ``scale``, ``shift`` point at its first element."""
+    cdef int64_t r, c
+    cdef const st_cvt_op* op = &P.op
+    if P.kind == _ROWS:
+        if _whole_runs(P):
+            _convert_run(P, dst, src, h * w, scale, shift)
+            return
+        for r in range(h):
+            st_cvt_row(op, dst + r * P.dp * P.dsz, P.dq, src + r * P.sp * P.ssz, P.sq, w,
+                       scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
+        return
+    # transpose: convert the tile into `tile` in the source's order, then transpose it out
+    if _whole_runs(P):
+        _convert_run(P, tile, src, h * w, scale, shift)
+    else:
+        for c in range(w):
+            st_cvt_row(op, tile + c * h * P.dsz, 1, src + c * P.sq * P.ssz, 1, h,
+                       scale + c * P.pq * P.ct, shift + c * P.pq * P.ct, P.pp)
+    transpose_block(<int>P.dsz, dst, P.dp, tile, h, h, w)
+
+
+cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t lo,
+                     int64_t hi) noexcept nogil:
+    """Blocks lo..hi-1 (numbered outer index, block row, block column)."""
+    cdef double tile[2048 + 8]   # _TILE_BYTES of staging, 8-byte aligned, per thread
+    cdef int64_t item, rest, br, bc, doff, soff, poff, idx, r0, c0
+    cdef int i
+    for item in range(lo, hi):
+        bc = item % P.nbc
+        rest = item // P.nbc
+        br = rest % P.nbr
+        rest = rest // P.nbr
+        doff = soff = poff = 0
+        for i in range(P.nouter - 1, -1, -1):
+            idx = rest % P.n[i]
+            rest = rest // P.n[i]
+            doff += idx * P.ds[i]
+            soff += idx * P.ss[i]
+            poff += idx * P.ps[i]
+        r0 = br * P.BR
+        c0 = bc * P.BC
+        poff = P.par_shift + (poff + r0 * P.pp + c0 * P.pq) * P.ct
+        _run_block(P, dst + (doff + r0 * P.dp + c0 * P.dq) * P.dsz,
+                   src + (soff + r0 * P.sp + c0 * P.sq) * P.ssz, P.scale + poff, P.shift + poff,
+                   min(P.BR, P.R - r0), min(P.BC, P.C - c0), <char*>tile)
+
+
+cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
+    """Run every block: on one thread below _THREAD_BYTES of work a thread, else a team, each
+    thread a contiguous share of the blocks."""
+    cdef int64_t t, nt = nthreads
+    dst += P.dst_shift
+    src += P.src_shift
+    nt = min(nt, max(<int64_t>1, P.nbytes // _THREAD_BYTES), P.items)
+    if nt <= 1 or not STRIDED_OPENMP_ENABLED:
+        _run_range(P, dst, src, 0, P.items)
+        return
+    for t in prange(nt, num_threads=nt, schedule="static", chunksize=1):
+        _run_range(P, dst, src, t * P.items // nt, (t + 1) * P.items // nt)
+
+
+# --------------------------------------------------------------------------------------------
+# The raw entry
+# --------------------------------------------------------------------------------------------
+
+cdef int _load_params(object value, str name, int64_t length, int64_t ct, char* out,
+                      bint missing_is_one) except -1:
+    """Fill `length` compute-type items from None (1 or -0.0: not applied, bit for bit), a
+    real number (every item), or a sequence of exactly `length` real numbers."""
+    cdef int64_t i
+    cdef double v
+    if value is None:
+        v = 1.0 if missing_is_one else -0.0
+        for i in range(length):
+            _store_ct(out, i, v, ct)
+        return 0
+    if _is_real(value):
+        v = _real(value, name)
+        for i in range(length):
+            _store_ct(out, i, v, ct)
+        return 0
+    try:
+        items = list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a real number or a 1-D sequence of them, got "
+                        f"{type(value).__name__}") from None
+    if len(items) != length:
+        raise ValueError(f"{name} has {len(items)} values but the channel axis has {length}")
+    for i in range(length):
+        _store_ct(out, i, _real(items[i], f"{name}[{i}]"), ct)
+    return 0
+
+
+cdef bint _is_real(object value):
+    return isinstance(value, numbers.Real) or (
+        hasattr(value, "__float__") and getattr(value, "ndim", 1) == 0
+        and not isinstance(value, (str, bytes)))
+
+
+cdef double _real(object value, str name) except? -1:
+    if isinstance(value, (bool, str, bytes)) or not _is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    kind = str(getattr(value, "dtype", ""))
+    if isinstance(value, complex) or "complex" in kind or "bool" in kind:
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+cdef inline void _store_ct(char* out, int64_t i, double v, int64_t ct) noexcept:
+    if ct == 8:
+        (<double*>out)[i] = v
+    else:
+        (<float*>out)[i] = <float>v   # one rounding, as numpy's asarray(v, float32)
+
+
+def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, dst_type,
+                   src_type, scale=None, shift=None, param_strides=None, param_length=1,
+                   num_threads=None):
+    """Convert a strided tensor between raw addresses (element strides; no bounds checks).
+
+    Element ``index`` is read as ``src_type`` at ``src_address + dot(index, src_strides) *
+    itemsize(src_type)`` and written, converted (DESIGN.md §1 "Conversion"), as ``dst_type``
+    at ``dst_address + dot(index, dst_strides) * itemsize(dst_type)``. Like ``memmove``, this
+    trusts the caller that both lie in memory it owns (:func:`strided.copyto` checks that
+    first); when the two byte ranges intersect, the source is staged in a temporary first, so
+    the destination gets the converted values of the source as it was.
+
+    Parameters
+    ----------
+    dst_type, src_type : str
+        Names in :data:`TYPE_NAMES`.
+    scale, shift : None, float or sequence of float
+        The affine step ``t = x * scale + shift`` in the compute type (:func:`compute_type`);
+        both None: a plain cast. A sequence has ``param_length`` values, element ``index``
+        uses the one at ``dot(index, param_strides)``.
+    param_strides : sequence of int, optional
+        Strides into the parameter vectors, one per dim (default: all 0).
+    param_length : int
+        Length of the parameter vectors.
+
+    Raises
+    ------
+    TypeError
+        An unknown type name, a pair the engine does not convert, a parameter that is not real.
+    ValueError
+        Mismatched ranks, a NULL address for a non-empty conversion, a destination whose
+        elements overlap each other, parameters whose strides reach outside their length.
+    OverflowError
+        A byte offset of either layout leaves int64.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t par[MAX_NDIM]
+    cdef int64_t tmp_str[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef int64_t count, dlo, dhi, slo, shi, plo, phi, length
+    cdef int nd, n, i, nthreads
+    cdef ConvertPlan P
+    cdef char* params = NULL
+    cdef char* staged = NULL
+    cdef char* dptr
+    cdef const char* sptr
+    cdef bint affine = scale is not None or shift is not None
+    nd = load_ints(sizes, "sizes", sz, True)
+    n = load_ints(dst_strides, "dst_strides", dst, False)
+    if n != nd:
+        raise ValueError(
+            f"dst_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
+    n = load_ints(src_strides, "src_strides", src, False)
+    if n != nd:
+        raise ValueError(
+            f"src_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
+    if param_strides is None:
+        for i in range(nd):
+            par[i] = 0
+    else:
+        n = load_ints(param_strides, "param_strides", par, False)
+        if n != nd:
+            raise ValueError(f"param_strides has {entries(n)} but sizes has {entries(nd)}: "
+                             f"they must match")
+    length = as_int64(param_length, "param_length")
+    if length < 1:
+        raise ValueError(f"param_length must be >= 1, got {length}")
+    check_pair(dst_type, src_type, affine)
+    P.op.stype = _CODES[src_type]
+    P.op.dtype = _CODES[dst_type]
+    P.op.mode = ST_CVT_PLAIN
+    if affine:
+        P.op.mode = ST_CVT_AFF64 if P.op.stype in _WIDE_CODES else ST_CVT_AFF32
+    P.dsz = st_type_size[P.op.dtype]
+    P.ssz = st_type_size[P.op.stype]
+    P.ct = 8 if P.op.mode == ST_CVT_AFF64 else 4
+    nthreads = copy_threads(num_threads)
+    dptr = <char*><intptr_t>as_int64(dst_address, "dst_address")
+    sptr = <const char*><intptr_t>as_int64(src_address, "src_address")
+    if c_size(nd, sz, &count):
+        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
+    check_byte_span(nd, sz, dst, P.dsz, "dst_strides")
+    check_byte_span(nd, sz, src, P.ssz, "src_strides")
+    if c_span(nd, sz, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
+        raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
+                         f"{length} given")
+    params = <char*>PyMem_RawMalloc(<size_t>(2 * length * P.ct))
+    if params == NULL:
+        raise MemoryError()
+    try:
+        _load_params(scale, "scale", length, P.ct, params, True)
+        _load_params(shift, "shift", length, P.ct, params + length * P.ct, False)
+        if count == 0:
+            return
+        if dptr == NULL or sptr == NULL:
+            raise ValueError(f"{'dst_address' if dptr == NULL else 'src_address'} is NULL (0) "
+                             f"but the conversion has {count} elements")
+        _refuse_self_overlap(nd, sz, dst)
+        byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
+        byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
+        if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
+                or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
+            # the byte ranges meet: convert from a packed copy of the source as it is now
+            staged = <char*>PyMem_RawMalloc(<size_t>(count * P.ssz))
+            if staged == NULL:
+                raise MemoryError(f"no memory for a {count * P.ssz}-byte copy of the source, "
+                                  f"which shares memory with the destination; nothing was "
+                                  f"written")
+            for i in range(nd):
+                order[i] = i
+            c_packed_strides(nd, sz, order, NULL, tmp_str)
+            copy_elements(staged, sptr, nd, sz, tmp_str, src, P.ssz, count, nthreads)
+            sptr = staged
+            for i in range(nd):
+                src[i] = tmp_str[i]
+        P.scale = params
+        P.shift = params + length * P.ct
+        P.op.fused = st_cvt_fused(P.op.stype, P.op.dtype, P.op.mode, simd_level())
+        P.nbytes = count * (P.dsz + P.ssz)
+        _plan(&P, nd, sz, dst, src, par)
+        _unroll_period(&P)
+        try:
+            if P.nbytes < _NOGIL_BYTES:
+                _execute(&P, dptr, sptr, 1)
+            else:
+                with nogil:
+                    _execute(&P, dptr, sptr, nthreads)
+        finally:
+            PyMem_RawFree(P.period_scale)
+    finally:
+        PyMem_RawFree(params)
+        PyMem_RawFree(staged)
+
+
+cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) except -1:
+    cdef int answer = c_overlaps(nd, sz, dst, default_max_work())
+    if answer == OVERLAP_UNDECIDED:
+        raise_too_hard(f"deciding whether the destination (dst_strides {tuple_of(nd, dst)!r}, "
+                       f"sizes {tuple_of(nd, sz)!r}) overlaps itself", default_max_work())
+    if answer:
+        raise ValueError(
+            f"the destination overlaps itself: two of its elements share memory (dst_strides "
+            f"{tuple_of(nd, dst)!r}, sizes {tuple_of(nd, sz)!r}), so a conversion into it is "
+            f"ambiguous")
+    return 0
+
+
+def _tune(tile_bytes=None, period_items=None):
+    """Set the staging tile's bytes and the unrolled parameter period; return the previous
+    values. For benchmarks."""
+    global _TILE_BYTES, _PERIOD_ITEMS
+    old = (_TILE_BYTES, _PERIOD_ITEMS)
+    if tile_bytes is not None:
+        _TILE_BYTES = min(max(256, int(tile_bytes)), 16384)
+    if period_items is not None:
+        _PERIOD_ITEMS = max(1, int(period_items))
+    return old
+
+
+# --------------------------------------------------------------------------------------------
+# numpy's casting rules, on the engine's type names
+# --------------------------------------------------------------------------------------------
+
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+# kind order of numpy's same_kind rule: a cast may go up this order (uint -> int too), not down
+_KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3, "c": 4}
+
+
+cdef tuple _kind_bits(str name):
+    if name == "bool":
+        return "b", 8
+    if name == "bfloat16":
+        return "f", 16
+    for prefix, kind in (("uint", "u"), ("int", "i"), ("float", "f"), ("complex", "c")):
+        if name.startswith(prefix):
+            return kind, int(name[len(prefix):])
+    raise AssertionError(name)
+
+
+cdef int _float_bits_for(str kind, int bits):
+    """The narrowest float that holds every integer of `bits` bits (numpy's safe rule)."""
+    return 16 if bits <= 8 else 32 if bits <= 16 else 64
+
+
+cdef bint _safe(str src, str dst):
+    sk, sb = _kind_bits(src)
+    dk, db = _kind_bits(dst)
+    if src == dst or sk == "b":
+        return True
+    if dk == "b":
+        return False
+    if sk in "ui" and dk in "ui":
+        if sk == dk:
+            return db >= sb
+        return sk == "u" and db > sb
+    if sk in "ui" and dk == "f":
+        return db >= _float_bits_for(sk, sb) and not (dst == "float16" and sb > 8)
+    if sk in "ui" and dk == "c":
+        return db // 2 >= _float_bits_for(sk, sb) and db // 2 >= 32
+    if sk == "f" and dk == "f":
+        return db > sb
+    if sk == "f" and dk == "c":
+        return db // 2 >= sb
+    if sk == "c" and dk == "c":
+        return db >= sb
+    return False
+
+
+def can_cast(src_type, dst_type, casting):
+    """Whether numpy's ``can_cast(src, dst, casting)`` allows the cast, on engine type names.
+
+    bfloat16 follows ml_dtypes' registration: safe from bool, int8 and uint8 and to float32,
+    float64 and the complex types; float16 -> bfloat16 is same_kind, bfloat16 -> float16 is not.
+    """
+    _type_code(src_type, "src_type")
+    _type_code(dst_type, "dst_type")
+    if casting not in CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}, got "
+                         f"{casting!r}")
+    if casting in ("no", "equiv"):
+        return src_type == dst_type
+    if casting == "unsafe" or _safe(src_type, dst_type):
+        return True
+    if casting == "safe":
+        return False
+    if src_type == "bfloat16" and dst_type == "float16":
+        return False
+    return _KIND_ORDER[_kind_bits(src_type)[0]] <= _KIND_ORDER[_kind_bits(dst_type)[0]]
