@@ -765,8 +765,9 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
             misses = [r for r in inverse if not r.vs_peer >= TARGET_INVERSE_VS_PEER]
             lines.append(f"  inverse cases >= {TARGET_INVERSE_VS_PEER:.0f}x best peer: "
                          + _verdict(misses, len(inverse), lambda r: r.vs_peer))
-            forward = {(r.case.name, r.dtype, r.size): r for r in results}
-            speed = {}
+            forward: dict[tuple[str | None, str, float], Result] = {
+                (r.case.name, r.dtype, r.size): r for r in results}
+            speed: dict[int, float] = {}
             for r in inverse:
                 f = forward.get((r.case.inverse_of, r.dtype, r.size))
                 if f is not None:
