@@ -649,8 +649,9 @@ cdef bint _safe(str src, str dst):
 def can_cast(src_type, dst_type, casting):
     """Whether numpy's ``can_cast(src, dst, casting)`` allows the cast, on engine type names.
 
-    bfloat16 follows ml_dtypes' registration: safe from bool, int8 and uint8 and to float32,
-    float64 and the complex types; float16 -> bfloat16 is same_kind, bfloat16 -> float16 is not.
+    bfloat16 (which numpy itself does not have) is safe from bool, int8 and uint8 and to
+    float32, float64 and the complex types, as ml_dtypes registers it; among the floats it is
+    same_kind both ways (torch's rule; ml_dtypes refuses bfloat16 -> float16 as same_kind).
     """
     _type_code(src_type, "src_type")
     _type_code(dst_type, "dst_type")
@@ -662,7 +663,5 @@ def can_cast(src_type, dst_type, casting):
     if casting == "unsafe" or _safe(src_type, dst_type):
         return True
     if casting == "safe":
-        return False
-    if src_type == "bfloat16" and dst_type == "float16":
         return False
     return _KIND_ORDER[_kind_bits(src_type)[0]] <= _KIND_ORDER[_kind_bits(dst_type)[0]]
