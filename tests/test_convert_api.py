@@ -22,11 +22,14 @@ import numpy as np
 import pytest
 from convert_oracle import (
     BF16,
+    TYPES,
     affine,
     assert_converted_equal,
     cast,
     convert,
+    kind,
     np_dtype,
+    special_values,
     type_name,
 )
 
@@ -370,3 +373,78 @@ def test_copyto_numpy_scalar_and_0d_sources_convert():
     strided.copyto(bf, np.broadcast_to(np.float32(1 + 2**-8), (3,)))
     assert bf.view(np.uint16).tolist() == [0x3F80] * 3                       # tie to even
     assert_converted_equal(bf, convert(np.full(3, 1 + 2**-8, np.float32), "bfloat16"))
+
+
+# ---- torch's own path (tensors off the CPU) ------------------------------------------------
+
+
+def cuda_available():
+    return torch is not None and torch.cuda.is_available()
+
+
+@pytest.fixture(params=["forced", "cuda"])
+def torch_path(request, monkeypatch):
+    """"forced": the path of tensors off the CPU (torch converts) run on CPU tensors by
+    replacing its predicate; "cuda": the real thing, where there is a GPU. Yields the device."""
+    if torch is None:
+        pytest.skip("torch is not installed")
+    if request.param == "cuda":
+        if not cuda_available():
+            pytest.skip("no CUDA device for torch")
+        return "cuda"
+    from strided.interop import _torch as torch_adapter
+    monkeypatch.setattr(torch_adapter, "copies_itself", lambda dst, src: True)
+    return "cpu"
+
+
+TORCH_AFFINES = [dict(scale=2.0), dict(shift=-0.5), dict(scale=1 / 127, shift=3.0),
+                 dict(scale=np.inf), dict(scale=-1.5, shift=np.float32(0.25))]
+
+
+@pytest.mark.parametrize("src", TYPES)
+def test_torch_path_converts_like_the_oracle(src, torch_path):
+    """Every pair on the special values of the source, plain and affine, through the path
+    where torch converts: the same values as the host engine's contract."""
+    x = special_values(src)
+    t = to_torch(x).to(torch_path)
+    strided_t = to_torch(np.ascontiguousarray(np.stack([x, x[::-1]]))).to(torch_path).t()
+    sx = np.stack([x, x[::-1]]).T
+    for dst in TYPES:
+        out = torch.zeros(x.size, dtype=getattr(torch, dst), device=torch_path)
+        if kind(src) == "c" and kind(dst) != "c":
+            with pytest.raises(TypeError):
+                strided.copyto(out, t, casting="unsafe")
+            assert not out.cpu().to(torch.float64).any() if dst != "bool" else not out.any()
+            continue
+        strided.copyto(out, t, casting="unsafe")
+        assert_converted_equal(to_numpy(out), cast(x, dst), x, f"{src} -> {dst} {torch_path}")
+        out2 = torch.zeros(2, x.size, dtype=getattr(torch, dst), device=torch_path).t()
+        strided.copyto(out2, strided_t, casting="unsafe")
+        assert_converted_equal(to_numpy(out2), cast(sx, dst), sx, f"{src} -> {dst} strided")
+        if "c" in (kind(src), kind(dst)) or dst == "bool":
+            continue
+        for kw in TORCH_AFFINES:
+            strided.copyto(out, t, casting="unsafe", **kw)
+            assert_converted_equal(to_numpy(out), affine(x, dst, **kw), x,
+                                   f"{src} -> {dst} {kw} {torch_path}")
+        vec = torch.linspace(-2, 2, x.size, dtype=torch.float64)
+        strided.copyto(out2, strided_t, casting="unsafe", scale=vec, shift=1.0, axis=0)
+        assert_converted_equal(to_numpy(out2), affine(sx, dst, scale=vec.numpy(), shift=1.0,
+                                                      axis=0), sx, f"{src} -> {dst} vector")
+
+
+def test_torch_path_relayout_and_blocked(torch_path):
+    x = ramp((2, 6, 3, 4), seed=14, lo=-3, hi=3)
+    t = to_torch(x).to(torch_path)
+    y = strided.relayout(t, "NHWC", dtype=torch.bfloat16)
+    assert y.device.type == torch_path and y.dtype == torch.bfloat16
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert_converted_equal(to_numpy(y), cast(x, "bfloat16"), x)
+    s = torch.linspace(0.02, 0.07, 6, dtype=torch.float64)
+    q = strided.to_blocked(t, "NCHW4", dtype=torch.int8, scale=1 / s, shift=5.0)
+    expected_q = affine(x, "int8", scale=(1 / s).numpy(), shift=5.0, axis=1)
+    assert_converted_equal(to_numpy(q), blocked(expected_q, "NCHW4"), None, "to_blocked")
+    back = strided.from_blocked(q, "NCHW4", channels=6, dtype=torch.float32, scale=s,
+                                shift=-5 * s)
+    assert_converted_equal(to_numpy(back), affine(expected_q, "float32", scale=s.numpy(),
+                                                  shift=(-5 * s).numpy(), axis=1), expected_q)
