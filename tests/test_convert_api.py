@@ -448,3 +448,29 @@ def test_torch_path_relayout_and_blocked(torch_path):
                                 shift=-5 * s)
     assert_converted_equal(to_numpy(back), affine(expected_q, "float32", scale=s.numpy(),
                                                   shift=(-5 * s).numpy(), axis=1), expected_q)
+
+
+# ---- DLPack --------------------------------------------------------------------------------
+
+
+def test_dlpack_sources_and_destinations_convert():
+    dp = pytest.importorskip("dlpack_producer")
+    x = special_values("bfloat16")
+    src = dp.Producer(x.view(np.uint16).copy(), (x.size,), None, dtype=(dp.kDLBfloat, 16, 1))
+    out = np.zeros(x.size, np.float32)
+    strided.copyto(out, src)
+    assert_converted_equal(out, cast(x, "float32"), x, "DLPack bfloat16 -> float32")
+    f = special_values("float64")
+    buf = np.full(f.size + 8, 0x5A5A, np.uint16)
+    dst = dp.Producer(buf, (f.size,), (-1,), byte_offset=2 * (f.size + 3),
+                      dtype=(dp.kDLBfloat, 16, 1))                    # reversed, in the middle
+    strided.copyto(dst, f, casting="unsafe")
+    assert_converted_equal(buf[4:f.size + 4][::-1].view(BF16), cast(f, "bfloat16"), f,
+                           "float64 -> DLPack bfloat16")
+    assert buf[:4].tolist() == [0x5A5A] * 4 and buf[f.size + 4:].tolist() == [0x5A5A] * 4
+    q = dp.Producer(np.arange(-6, 6, dtype=np.int8), (3, 4), (1, 3))   # column-major int8
+    out = np.zeros((3, 4), np.float16)
+    strided.copyto(out, q, scale=0.5, shift=[1, 2, 3, 4], axis=1)
+    vals = np.arange(-6, 6, dtype=np.int8).reshape(4, 3).T
+    assert_converted_equal(out, affine(vals, "float16", scale=0.5, shift=[1, 2, 3, 4], axis=1),
+                           vals)
