@@ -891,3 +891,28 @@ def test_mismatches_helper_sees_sign_of_zero_and_nan():
     c = np.array([1 + 1j, complex(np.nan, 0)], np.complex64)
     assert mismatches(np.array([1 - 1j, complex(np.nan, 0)], np.complex64), c).tolist() == [0]
     assert FLOATS and INTS
+
+
+@pytest.mark.parametrize("other", [">f4", ">i2", "f16" if hasattr(np, "float128") else "f8",
+                                   "S3", "V2", "M8[s]", "m8[s]", [("a", "<f4")],
+                                   "float8_e4m3fn"])
+def test_types_outside_the_fifteen_are_refused_untouched(other):
+    """A dtype that is not one of the 15 (byte-swapped, extended precision, strings, dates,
+    records, float8) is a TypeError as a source or a destination of a conversion, and
+    nothing is written; a copy between two arrays of that same dtype still copies."""
+    import ml_dtypes
+    dt = np.dtype(getattr(ml_dtypes, other) if other == "float8_e4m3fn" else other)
+    if dt == np.dtype("f8"):
+        pytest.skip("no extended precision on this platform")
+    ours = np.full(3, 7, np.float32)
+    theirs = np.frombuffer(bytes(range(1, 1 + 3 * dt.itemsize)), dt).copy()
+    with pytest.raises(TypeError):
+        strided.copyto(ours, theirs, casting="unsafe")
+    assert ours.tolist() == [7, 7, 7]
+    before = theirs.copy()
+    with pytest.raises(TypeError):
+        strided.copyto(theirs, np.ones(3, np.float32), casting="unsafe")
+    assert theirs.tobytes() == before.tobytes()
+    same = np.zeros(3, dt)
+    strided.copyto(same, theirs[::-1])
+    assert same.tobytes() == theirs[::-1].tobytes()
