@@ -1,0 +1,99 @@
+"""The conversion engine's plans, each forced: staged tiles converting first or last, tiles
+smaller than the block, whole runs with unrolled per-channel periods, rows, flipped dims, and
+threads. Values stay in every type's range, so numpy's astype (and its two-step affine formula)
+is the exact oracle."""
+
+import numpy as np
+import pytest
+
+import strided as st
+from strided import _convert
+
+
+@pytest.fixture(params=[(131072, 64, 0), (4096, 16, 0), (4096, 16, 1), (131072, 64, 1)],
+                ids=["default", "small-tiles", "small-tiles-convert-last", "convert-last"])
+def plan(request):
+    old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
+                         convert_last=request.param[2])
+    yield request.param
+    _convert._tune(*old)
+
+
+def _expected(src, dtype, scale=None, shift=None, axis=None):
+    if scale is None and shift is None:
+        return src.astype(dtype)
+    ct = np.result_type(src.dtype, np.float32)
+    t = src.astype(ct)
+    shape = [1] * src.ndim
+    if axis is not None:
+        shape[axis] = -1
+    if scale is not None:
+        t = t * np.asarray(scale, ct).reshape(shape if np.ndim(scale) else ())
+    if shift is not None:
+        t = t + np.asarray(shift, ct).reshape(shape if np.ndim(shift) else ())
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        t = np.clip(np.rint(np.nan_to_num(t, nan=0.0)), info.min, info.max)
+    return t.astype(dtype)
+
+
+CASES = [  # (src dtype, dst dtype, affine)
+    ("uint8", "float32", True), ("float32", "int8", True), ("float32", "float16", False),
+    ("float64", "float32", False), ("int16", "float64", True), ("float32", "uint8", False),
+    ("int8", "float32", True), ("float16", "float32", False), ("int32", "int64", False),
+]
+
+
+@pytest.mark.parametrize(("src_dtype", "dst_dtype", "affine"), CASES)
+@pytest.mark.parametrize("direction", ["NHWC->NCHW", "NCHW->NHWC", "HWC->CHW", "reversed",
+                                       "rows"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_plan_gives_numpy_values(plan, src_dtype, dst_dtype, affine, direction,
+                                       threads):
+    rng = np.random.default_rng(7)
+    if direction == "HWC->CHW":
+        logical = (37, 29, 3)
+        src = rng.integers(0, 100, logical).astype(src_dtype)
+        dst_full = np.zeros((3, 37, 29), dst_dtype)
+        dst = dst_full.transpose(1, 2, 0)
+        axis = 2
+    else:
+        shape = (3, 5, 17, 19)
+        low = 0 if "uint" in src_dtype + dst_dtype else -60    # in every type's range
+        base = rng.integers(low, 100, shape).astype(src_dtype)
+        dst_full = np.zeros(shape, dst_dtype)
+        if direction == "NHWC->NCHW":
+            src = np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+            dst = dst_full
+        elif direction == "NCHW->NHWC":
+            src = base
+            dst_full = np.zeros((3, 17, 19, 5), dst_dtype)
+            dst = dst_full.transpose(0, 3, 1, 2)
+        elif direction == "reversed":
+            src = base[:, ::-1, :, ::-1]
+            dst = dst_full[::-1, :, ::-1]
+        else:
+            src = base
+            dst = dst_full
+        axis = 1
+    scale = shift = None
+    if affine:
+        scale = np.linspace(0.25, 1.5, dst.shape[axis])
+        shift = 0.5
+    kwargs = {"scale": scale, "shift": shift, "axis": axis} if affine else {}
+    st.copyto(dst, src, casting="unsafe", num_threads=threads, **kwargs)
+    want = _expected(src, dst_dtype, scale, shift, axis if affine else None)
+    assert np.array_equal(dst, want)
+    assert dst.dtype == want.dtype
+
+
+def test_thread_count_does_not_change_a_bit():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 64, 33, 35)).astype(np.float32) * 50
+    outs = []
+    for threads in (1, 2, 3):
+        y = np.zeros((4, 33, 35, 64), np.int8)
+        st.copyto(y.transpose(0, 3, 1, 2), x, casting="unsafe", scale=np.arange(64) / 7,
+                  shift=-3.0, axis=1, num_threads=threads)
+        outs.append(y)
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
