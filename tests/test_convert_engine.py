@@ -97,3 +97,50 @@ def test_thread_count_does_not_change_a_bit():
                   shift=-3.0, axis=1, num_threads=threads)
         outs.append(y)
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+@pytest.mark.parametrize("case", ["plain", "vector", "scalar", "reversed", "numpy params"])
+def test_numpy_fast_path_and_checked_path_agree(monkeypatch, case):
+    """copyto's compiled numpy conversion path gives the checked path's bits."""
+    from strided import copy as strided_copy
+
+    rng = np.random.default_rng(11)
+    src = rng.integers(0, 256, (13, 17, 3)).astype(np.uint8)
+    kwargs = {
+        "plain": {},
+        "vector": {"scale": [0.1, 0.2, 0.3], "shift": (1.0, -2.0, 0.5), "axis": -1},
+        "scalar": {"scale": 1 / 255, "shift": -0.5},
+        "reversed": {"scale": [0.1, 0.2, 0.3], "axis": 2},
+        "numpy params": {"scale": np.array([0.5, 1.5, 2.5]), "shift": np.float32(3), "axis": 2},
+    }[case]
+    if case == "reversed":
+        src = src[::-1, :, ::-1]
+    results = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+        out = np.zeros((3, 13, 17), np.float32)
+        st.copyto(out.transpose(1, 2, 0), src, **kwargs)
+        results.append(out)
+    assert np.array_equal(results[0].view(np.uint32), results[1].view(np.uint32))
+
+
+def test_numpy_fast_path_declines_what_it_cannot_decide():
+    """Refusals still come from the checked path, with its messages; nothing is written."""
+    from strided.interop._ndarray import convert_arrays
+
+    f = np.ones((2, 3), np.float32)
+    assert not convert_arrays(np.zeros((2, 3), np.int8), f, "same_kind", None, None, None)
+    assert not convert_arrays(np.zeros((2, 3), np.float64), f.astype(np.complex64),
+                              "unsafe", None, None, None)
+    assert not convert_arrays(np.zeros((2, 3)), f, "same_kind", [1.0, 2.0], None, 1)
+    assert not convert_arrays(np.zeros((2, 3)), f, "same_kind", [1.0, 2.0, 3.0], None, None)
+    assert not convert_arrays(np.zeros((2, 3)), f, "same_kind", None, None, 0)
+    overlapping = np.lib.stride_tricks.as_strided(np.zeros(4), (2, 3), (8, 8), writeable=True)
+    assert not convert_arrays(overlapping, f, "same_kind", None, None, None)
+    with pytest.raises(ValueError, match="overlap"):
+        st.copyto(overlapping, f)
+    readonly = np.zeros((2, 3))
+    readonly.flags.writeable = False
+    assert not convert_arrays(readonly, f, "same_kind", None, None, None)
+    assert convert_arrays(np.zeros((2, 3)), f, "same_kind", None, None, None)

@@ -517,14 +517,8 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
-    cdef int64_t tmp_str[MAX_NDIM]
-    cdef int order[MAX_NDIM]
-    cdef int64_t count, dlo, dhi, slo, shi, plo, phi, length
+    cdef int64_t count, length
     cdef int nd, n, i, nthreads
-    cdef ConvertPlan P
-    cdef char* params = NULL
-    cdef char* staged = NULL
-    cdef char* tiles = NULL
     cdef char* dptr
     cdef const char* sptr
     cdef bint affine = scale is not None or shift is not None
@@ -549,21 +543,55 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     if length < 1:
         raise ValueError(f"param_length must be >= 1, got {length}")
     check_pair(dst_type, src_type, affine)
-    P.op.stype = _CODES[src_type]
-    P.op.dtype = _CODES[dst_type]
+    nthreads = copy_threads(num_threads)
+    dptr = <char*><intptr_t>as_int64(dst_address, "dst_address")
+    sptr = <const char*><intptr_t>as_int64(src_address, "src_address")
+    if c_size(nd, sz, &count):
+        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
+    check_byte_span(nd, sz, dst, st_type_size[_CODES[dst_type]], "dst_strides")
+    check_byte_span(nd, sz, src, st_type_size[_CODES[src_type]], "src_strides")
+    if count and (dptr == NULL or sptr == NULL):
+        raise ValueError(f"{'dst_address' if dptr == NULL else 'src_address'} is NULL (0) "
+                         f"but the conversion has {count} elements")
+    if count:
+        _refuse_self_overlap(nd, sz, dst)
+    convert_elements(dptr, sptr, nd, sz, dst, src, _CODES[dst_type], _CODES[src_type], scale,
+                     shift, par, length, count, nthreads)
+
+
+cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* sizes,
+                          const int64_t* dst_strides, const int64_t* src_strides, int dst_code,
+                          int src_code, object scale, object shift, const int64_t* par,
+                          int64_t length, int64_t count, int nthreads) except -1:
+    """Convert between two validated memory blocks (element strides; ``count`` elements):
+    the shared end of :func:`convert_memory` and of the compiled numpy fast path.
+
+    The caller has checked the pair (:func:`check_pair`), the byte spans and that the
+    destination does not overlap itself. Raises for bad parameters (before writing); returns
+    0 when done.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t tmp_str[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef int64_t dlo, dhi, slo, shi, plo, phi
+    cdef int i
+    cdef ConvertPlan P
+    cdef char* params = NULL
+    cdef char* staged = NULL
+    cdef char* tiles = NULL
+    cdef bint affine = scale is not None or shift is not None
+    for i in range(nd):
+        sz[i], dst[i], src[i] = sizes[i], dst_strides[i], src_strides[i]
+    P.op.stype = src_code
+    P.op.dtype = dst_code
     P.op.mode = ST_CVT_PLAIN
     if affine:
         P.op.mode = ST_CVT_AFF64 if P.op.stype in _WIDE_CODES else ST_CVT_AFF32
     P.dsz = st_type_size[P.op.dtype]
     P.ssz = st_type_size[P.op.stype]
     P.ct = 8 if P.op.mode == ST_CVT_AFF64 else 4
-    nthreads = copy_threads(num_threads)
-    dptr = <char*><intptr_t>as_int64(dst_address, "dst_address")
-    sptr = <const char*><intptr_t>as_int64(src_address, "src_address")
-    if c_size(nd, sz, &count):
-        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
-    check_byte_span(nd, sz, dst, P.dsz, "dst_strides")
-    check_byte_span(nd, sz, src, P.ssz, "src_strides")
     if c_span(nd, sz, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
         raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
                          f"{length} given")
@@ -574,11 +602,7 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
         _load_params(scale, "scale", length, P.ct, params, True)
         _load_params(shift, "shift", length, P.ct, params + length * P.ct, False)
         if count == 0:
-            return
-        if dptr == NULL or sptr == NULL:
-            raise ValueError(f"{'dst_address' if dptr == NULL else 'src_address'} is NULL (0) "
-                             f"but the conversion has {count} elements")
-        _refuse_self_overlap(nd, sz, dst)
+            return 0
         byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
         byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
         if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
@@ -608,6 +632,7 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
         tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, nthreads * _tile_bytes(&P)))
         if tiles == NULL:
             raise MemoryError(f"no memory for {nthreads} staging tiles; nothing was written")
+        P.period_scale = NULL
         try:
             _unroll_period(&P)
             if P.nbytes < _NOGIL_BYTES:
@@ -621,6 +646,7 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     finally:
         PyMem_RawFree(params)
         PyMem_RawFree(staged)
+    return 0
 
 
 cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) except -1:
