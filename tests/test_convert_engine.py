@@ -144,3 +144,16 @@ def test_numpy_fast_path_declines_what_it_cannot_decide():
     readonly.flags.writeable = False
     assert not convert_arrays(readonly, f, "same_kind", None, None, None)
     assert convert_arrays(np.zeros((2, 3)), f, "same_kind", None, None, None)
+
+
+def test_dlpack_libraries_get_converted_results_of_their_own():
+    xp = pytest.importorskip("array_api_strict")
+    a = xp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5)
+    b = st.relayout(a, "F", dtype=xp.int16, scale=2.0)
+    assert type(b) is type(a) and b.dtype == xp.int16
+    assert np.array_equal(np.from_dlpack(b), np.array([[-5, -3, -1], [1, 3, 5]], np.int16))
+    with pytest.raises(TypeError, match="bfloat16"):
+        st.relayout(a, "C", dtype="bfloat16")
+    dst = xp.zeros((2, 3), dtype=xp.float64)
+    st.copyto(dst, a)
+    assert np.array_equal(np.from_dlpack(dst), np.from_dlpack(a).astype(np.float64))
