@@ -106,6 +106,7 @@ def _force_checked_path(monkeypatch):
     """Turn off copyto's compiled fast path (plain CPU tensors), so every pair is decided by
     the interop layer's checked path."""
     monkeypatch.setattr(strided_copy, "_copyto_arrays", lambda dst, src, num_threads: False)
+    monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from strided import _convert, _copy, _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
 from strided.interop import describe, view
+from strided.interop._ndarray import convert_arrays as _convert_arrays
 from strided.interop._ndarray import copyto_arrays as _copyto_arrays
 from strided.interop._record import MemoryRecord, check_view, device_name
 from strided.layout import Layout
@@ -162,8 +163,11 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     if casting != "same_kind" and casting not in _convert.CASTINGS:
         raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
                          f"got {casting!r}")
-    # The fast path first and alone: arrays of one dtype it can copy by itself.
+    # The fast paths first and alone: arrays of one dtype they copy by themselves, then plain
+    # numpy arrays they convert; anything else (and every refusal) is the checked path's.
     if not affine and _copyto_arrays(dst, src, num_threads):
+        return
+    if _convert_arrays(dst, src, casting, scale, shift, axis, num_threads):
         return
     _copyto_checked(dst, src, num_threads, Conversion(casting, scale, shift, axis))
 
