@@ -916,3 +916,46 @@ def test_types_outside_the_fifteen_are_refused_untouched(other):
     same = np.zeros(3, dt)
     strided.copyto(same, theirs[::-1])
     assert same.tobytes() == theirs[::-1].tobytes()
+
+
+PARAM_BASE = np.array([0.1, -2.5, 3.0, 1e-3, 7.0, 0.5, 11.0, -1.0, 2.0, 4.0, 5.0, 6.0])
+PARAM_VECTORS = {
+    "float64": lambda: PARAM_BASE[:6], "float64_swapped": lambda: PARAM_BASE[:6].astype(">f8"),
+    "float32": lambda: PARAM_BASE[:6].astype("f4"), "float16": lambda: PARAM_BASE[:6].astype("f2"),
+    "bfloat16": lambda: PARAM_BASE[:6].astype(BF16), "int8": lambda: np.arange(-3, 3, dtype="i1"),
+    "int64_big": lambda: np.array([1, 2, 3, 4, 5, 2**62 + 1]),
+    "uint64_big": lambda: np.array([1, 2, 3, 4, 5, 2**63 + 2**40], "u8"),
+    "int32_swapped": lambda: np.arange(6).astype(">i4"), "step_2": lambda: PARAM_BASE[::2],
+    "reversed": lambda: PARAM_BASE[:6][::-1],
+    "column_of_2d": lambda: PARAM_BASE.reshape(6, 2)[:, 0],
+    "read_only_broadcast": lambda: np.broadcast_to(np.float64(2.0), (6,)),
+    "tuple": lambda: tuple(PARAM_BASE[:6].tolist()),
+    "object": lambda: PARAM_BASE[:6].astype(object),
+}
+
+
+@pytest.mark.parametrize("name", list(PARAM_VECTORS))
+def test_parameter_vectors_of_any_real_dtype_and_layout(name):
+    """A per-channel vector is read by value, whatever its dtype, byte order or strides
+    (np.asarray(v, CT) of the contract)."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) - 7.25
+    xi = np.arange(24, dtype=np.int32).reshape(4, 6) * 1000 - 7
+    for src, dst in ((x, "float32"), (x, "int8"), (xi, "float64"), (x, "bfloat16")):
+        v = PARAM_VECTORS[name]()
+        out = np.zeros((4, 6), np_dtype(dst))
+        strided.copyto(out, src, casting="unsafe", scale=v, shift=v, axis=1)
+        assert_converted_equal(out, affine(src, dst, scale=v, shift=v, axis=1), src,
+                               f"{name} vector, {src.dtype} -> {dst}")
+
+
+@pytest.mark.parametrize("value", [np.array(0.1, ">f8"), np.array(0.1, "f2"), np.float16(0.1),
+                                   np.array(0.1, BF16), np.array(2**62 + 1), np.uint64(2**64 - 1),
+                                   2**64 + 1, np.float32(1 / 3), np.array([0.3])[0]],
+                         ids=repr)
+def test_parameter_scalars_of_any_type(value):
+    for src, dst in ((np.arange(-5, 7, dtype=np.float32) / 3, "float32"),
+                     (np.arange(-5, 7, dtype=np.int64) * 2**40, "float64")):
+        out = np.zeros(src.shape, np_dtype(dst))
+        strided.copyto(out, src, scale=value, shift=value)
+        assert_converted_equal(out, affine(src, dst, scale=value, shift=value), src,
+                               f"{value!r}: {src.dtype} -> {dst}")
