@@ -87,12 +87,28 @@ def device_convert(dst: Any, src: Any, share_memory: bool, dst_type: str, src_ty
                 t = t.round()                   # half to even
         elif integer_dst and src.is_floating_point():
             t = src.to(torch.float64).trunc()   # exact for every float type
+        elif dst_type == "float16" and src.dtype == torch.float64:
+            t = src
         else:
             dst.copy_(src)
             return
         if integer_dst:
             t = _saturated(torch, t.to(torch.float64), getattr(torch, dst_type))
+        elif dst_type == "float16" and t.dtype == torch.float64:
+            t = _rounded_to_odd_float32(torch, t)   # torch's float64 -> float16 rounds twice
         dst.copy_(t)
+
+
+def _rounded_to_odd_float32(torch: Any, t: Any) -> Any:
+    """float64 values as float32 rounded to odd: exact values stay, inexact ones take the
+    neighbour whose last bit is 1. float32 keeps more than float16's 11 bits + 2, so rounding
+    that to float16 (to nearest even, as torch does) gives the float64 value rounded once, as
+    numpy and the host path do."""
+    f = t.to(torch.float32)
+    inexact = f.to(torch.float64) != t
+    even = (f.view(torch.int32) & 1) == 0
+    toward = torch.where(f.to(torch.float64) < t, float("inf"), float("-inf")).to(torch.float32)
+    return torch.where(inexact & even, torch.nextafter(f, toward), f)
 
 
 def _parameter(torch: Any, value: Any, ct: Any, like: Any, strides: Any) -> Any:
