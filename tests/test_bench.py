@@ -225,12 +225,17 @@ def test_copy_cases_are_the_relayouts_they_name(case: bench_copy.Case, dtype: st
     assert np.shares_memory(src, built.src_base) and np.shares_memory(dst, built.dst_base)
     assert built.dst_base.flags.c_contiguous and built.src_base.flags.c_contiguous
     assert dst.size == built.dst_base.size == math.prod(built.shape)
-    assert 0.2 < built.nbytes / bench_copy.MiB < 0.3
+    if case.fixed:  # an image of its own shape, whatever the size asked for
+        assert built.shape == case.build(64, np.dtype(dtype)).shape and built.shape[0] == 3
+    else:
+        assert 0.2 < built.nbytes / bench_copy.MiB < 0.3
     np.copyto(dst, src)
     logical = src.reshape(built.shape)  # canonical order (NCHW, ...) or the matrix
     name = case.name
     if name.startswith("NCHW->NHWC"):
         expected = logical.transpose(0, 2, 3, 1)
+    elif name.startswith("CHW->HWC"):
+        expected = logical.transpose(1, 2, 0)
     elif name == "NCDHW->NDHWC":
         expected = logical.transpose(0, 2, 3, 4, 1)
     elif name.startswith("NCHW->NCHW"):
@@ -247,14 +252,21 @@ def test_copy_cases_are_the_relayouts_they_name(case: bench_copy.Case, dtype: st
     assert case.transposing == (not broadcast and unit_src != unit_dst)
     if name == "padded->packed":
         assert src.strides[-2] % 64 == 0 and src.strides[-2] > src.shape[-1] * src.itemsize
+    if case.inverse_of is not None:  # the same shape, the layouts swapped
+        forward = bench_copy.CASES_BY_NAME[case.inverse_of].build(0.25, np.dtype(dtype))
+        assert forward.shape == built.shape
+        assert forward.src.strides == dst.strides and forward.dst.strides == src.strides
 
 
 def test_copy_case_selection() -> None:
     assert [c.name for c in bench_copy.select_cases(["transpose2d"])] == ["transpose2d"]
     names = [c.name for c in bench_copy.select_cases(["NCHW->NCHW4", "pad"])]
     assert names == ["NCHW->NCHW4", "padded->packed"]
-    assert len(bench_copy.select_cases(["nhwc"])) == 4
-    assert len(bench_copy.select_cases(None)) == len(bench_copy.CASES) == 11
+    assert len(bench_copy.select_cases(["nhwc"])) == 8
+    assert len(bench_copy.select_cases(["nhwc->nchw"])) == 4
+    assert [c.name for c in bench_copy.select_cases(["hwc->chw"])] == [
+        "HWC->CHW/224x224x3", "HWC->CHW/1080x1920x3"]
+    assert len(bench_copy.select_cases(None)) == len(bench_copy.CASES) == 19
     with pytest.raises(ValueError, match="no case matches 'nope'"):
         bench_copy.select_cases(["nope"])
 
@@ -268,28 +280,36 @@ def test_copy_main_prints_every_case_and_the_targets(capsys: pytest.CaptureFixtu
     assert bench_copy.main([*TINY, "--threads", "2"]) == 0
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if line.startswith("case"))
+    with_cv2 = importlib.util.find_spec("cv2") is not None
     assert header.split() == ["case", "dtype", "MiB", "shape", "strided", "numpy", "torch",
-                              "memcpy", "memcpy", "x2", "st/peer", "best", "peer", "st/memcpy",
-                              "others"]
+                              *(["cv2"] if with_cv2 else []), "memcpy", "memcpy", "x2",
+                              "st/peer", "best", "peer", "st/memcpy", "others"]
     rows = _copy_rows(out)
     assert len(rows) == len(bench_copy.CASES) * 2
     number = r"\d+\.\d"
     torch_cell = number if importlib.util.find_spec("torch") else "-"
     for case in bench_copy.CASES:
+        mib = r"[\d.]+" if case.fixed else r"0\.\d+"
+        cv2_cell = ((number if case.cv2 is not None else "-") + r"\s+") if with_cv2 else ""
         for dtype in ("float32", "uint8"):
             row = re.compile(
-                rf"^{re.escape(case.name)}\s+{dtype}\s+0\.\d+\s+[\dx]+\s+{number}\s+{number}\s+"
-                rf"{torch_cell}\s+{number}\s+{number}\s+{number}\dx\s+(numpy|torch)\s+"
-                rf"{number}\dx\s+(\d+%|-)$", re.MULTILINE)
+                rf"^{re.escape(case.name)}\s+{dtype}\s+{mib}\s+[\dx]+\s+{number}\s+{number}\s+"
+                rf"{torch_cell}\s+{cv2_cell}{number}\s+{number}\s+{number}\dx\s+"
+                rf"(numpy|torch|cv2)\s+{number}\dx\s+(\d+%|-)$", re.MULTILINE)
             assert row.search(out), (case.name, dtype)
     assert "identical bytes: strided" in out and "on every case (checked before timing)" in out
     assert re.search(r"^small copy \(16 x float32.*numpy/strided = [\d.]+x$", out, re.MULTILINE)
     assert "targets (issue 4 §3) at 0.25 MiB, 2 threads" in out
     assert "indicative only" in out
-    for target in (r"every case >= 1\.0x best peer: \d+ of 22",
-                   r"transposing cases >= 2x best peer \(geometric mean of 18\): [\d.]+x",
-                   r"multi-byte transposing cases >= 0\.8x memcpy: \d+ of 9",
-                   r"uint8 transposing cases >= 0\.5x memcpy: \d+ of 9",
+    transposing = sum(case.transposing for case in bench_copy.CASES)
+    inverse = sum(case.inverse_of is not None for case in bench_copy.CASES)
+    for target in (rf"every case >= 1\.0x best peer: \d+ of {2 * len(bench_copy.CASES)}",
+                   rf"transposing cases >= 2x best peer \(geometric mean of {2 * transposing}\): "
+                   r"[\d.]+x",
+                   rf"multi-byte transposing cases >= 0\.8x memcpy: \d+ of {transposing}",
+                   rf"uint8 transposing cases >= 0\.5x memcpy: \d+ of {transposing}",
+                   rf"inverse cases >= 2x best peer: \d+ of {2 * inverse}",
+                   rf"inverse cases >= 0\.8x the forward case's speed: \d+ of {2 * inverse}",
                    r"16-element float32 copy <= np\.copyto: [\d,]+ ns vs [\d,]+ ns"):
         assert re.search(rf"^  {target}.* - (met|MISSED)", out, re.MULTILINE), target
 
@@ -352,6 +372,26 @@ def test_copy_target_summary_marks_met_and_missed() -> None:
     assert "16-element float32 copy <= np.copyto: 100 ns vs 120 ns (1.20x) - met" in text
     assert results[0].gbps("strided") == pytest.approx(2 * 64 * 2**20 / 1e9)
     assert results[0].gbps("torch") is None
+
+
+def test_copy_target_summary_holds_the_inverse_direction_to_its_targets() -> None:
+    """NHWC -> NCHW and HWC -> CHW: 2x their best peer, 0.8x their forward case's speed (the
+    same dtype and size); the image cases count whatever the size of the run."""
+    results = [
+        _result("NCHW->NHWC/C64", "float32", 1.0, 3.0, 1.0),
+        _result("NHWC->NCHW/C64", "float32", 1.1, 3.3, 1.0),   # 3x numpy, 1/1.1 forward
+        _result("NCHW->NHWC/C3", "float32", 1.0, 3.0, 1.0),
+        _result("NHWC->NCHW/C3", "float32", 2.0, 3.0, 1.0),    # 1.5x numpy, 0.5x forward
+        _result("CHW->HWC/224x224x3", "uint8", 1.0, 4.0, 1.0, size=4.0),
+        _result("HWC->CHW/224x224x3", "uint8", 1.0, 4.0, 1.0, size=4.0),   # its own shape
+        _result("NHWC->NCHW/C16", "uint8", 1.0, 4.0, 1.0),     # no forward row: left out
+    ]
+    text = bench_copy.target_summary(results)
+    assert "inverse cases >= 2x best peer: 3 of 4 - MISSED by NHWC->NCHW/C3 float32 (1.50x)" \
+        in text
+    assert "inverse cases >= 0.8x the forward case's speed: 2 of 3 - MISSED by " \
+        "NHWC->NCHW/C3 float32 (0.50x)" in text
+    assert "every case >= 1.0x best peer: 7 of 7 - met" in text
 
 
 def test_copy_main_rejects_bad_options() -> None:

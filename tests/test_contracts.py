@@ -106,6 +106,7 @@ def _force_checked_path(monkeypatch):
     """Turn off copyto's compiled fast path (plain CPU tensors), so every pair is decided by
     the interop layer's checked path."""
     monkeypatch.setattr(strided_copy, "_copyto_arrays", lambda dst, src, num_threads: False)
+    monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
 
 
 @pytest.fixture
@@ -377,3 +378,75 @@ def test_any_two_views_of_one_buffer_give_the_source_as_it_was(device, case):
         st.copyto(buf.as_strided(sizes, dst_strides, dst_offset),
                   buf.as_strided(sizes, src_strides, src_offset))
     assert np.array_equal(buf.numpy(), expected)
+
+
+@pytest.fixture
+def device_conversions(monkeypatch):
+    """Send torch pairs down the device path while ``on_device[0]`` is True; count the
+    conversions torch's ops do."""
+    calls, on_device = [], [True]
+    real = torch_adapter.device_convert
+
+    def spy(dst, src, share_memory, *args):
+        calls.append(args[:2])
+        real(dst, src, share_memory, *args)
+
+    _force_checked_path(monkeypatch)
+    monkeypatch.setattr(torch_adapter, "copies_itself", lambda dst, src: on_device[0])
+    monkeypatch.setattr(torch_adapter, "device_convert", spy)
+    return calls, on_device
+
+
+_DEVICE_VALUES = [0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -1.5, 126.6, 127.5, 128.0, -129.0, 300.0,
+                  -300.0, 65504.0, 70000.0, 1e20, -1e20, 3e-8, float("inf"), float("-inf"),
+                  float("nan"), 2.0 ** 31, 2.0 ** 63, -(2.0 ** 63), 2.0 ** 64]
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64} if HAVE_TORCH else {}
+
+
+@needs_torch
+@pytest.mark.parametrize("dst_dtype", ["int8", "uint8", "int16", "int32", "int64", "float16",
+                                       "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("src_dtype", ["float32", "float64", "float16", "uint8", "int32"])
+@pytest.mark.parametrize("affine", [False, True])
+def test_device_path_converts_as_the_host_path(device_conversions, dst_dtype, src_dtype,
+                                               affine):
+    """Conversions torch does itself (tensors off the CPU) give the host path's values bit for
+    bit: forced here on CPU tensors, compared with the host engine on the same values."""
+    if src_dtype == dst_dtype and not affine:
+        pytest.skip("not a conversion: a plain copy")
+    calls, on_device = device_conversions
+    values = torch.tensor(_DEVICE_VALUES, dtype=torch.float64)
+    if src_dtype in ("uint8", "int32"):
+        values = torch.arange(len(_DEVICE_VALUES), dtype=torch.float64) * 37 - 200
+    src = values.to(getattr(torch, src_dtype)).reshape(5, 5).t()      # strided source
+    kwargs = {"casting": "unsafe"}
+    if affine:
+        kwargs.update(scale=[0.5, 2.0, 1.0, -1.0, 3.0], shift=0.25, axis=1)
+    dst = torch.zeros(5, 5, dtype=getattr(torch, dst_dtype))
+    st.copyto(dst, src, **kwargs)
+    assert len(calls) == 1
+    host = torch.zeros(5, 5, dtype=getattr(torch, dst_dtype))
+    on_device[0] = False                                # the host engine, as the oracle
+    st.copyto(host, src, **kwargs)
+    assert len(calls) == 1
+    bits = _BITS[dst.element_size()]
+    if dst.is_floating_point():     # a NaN is a NaN: payloads may differ between the paths
+        assert torch.equal(torch.isnan(dst), torch.isnan(host))
+        dst, host = dst.nan_to_num(0.0), host.nan_to_num(0.0)
+    assert torch.equal(dst.view(bits), host.view(bits))
+
+
+@needs_torch
+@pytest.mark.parametrize("fmt", ["NCHW4", "NCHW32", "CHWN4"])
+def test_device_path_quantizes_blocked_as_the_host_path(device_conversions, fmt):
+    calls, _ = device_conversions
+    x = torch.randn(2, 6, 3, 5) * 40
+    scale = torch.linspace(0.5, 2.0, 6)
+    y = st.to_blocked(x, fmt, dtype=torch.int8, scale=scale, shift=3.0)
+    assert calls
+    back = st.from_blocked(y, fmt, channels=6, dtype=torch.float32, scale=1 / scale)
+    want = st.to_blocked(x.numpy(), fmt, dtype=np.int8, scale=scale.numpy(), shift=3.0)
+    assert np.array_equal(y.numpy(), want)
+    want_back = st.from_blocked(want, fmt, channels=6, dtype=np.float32,
+                                scale=(1 / scale).numpy())
+    assert np.array_equal(back.numpy(), want_back)

@@ -523,7 +523,7 @@ def test_copyto_between_numpy_and_torch(dtype):
         lambda: (np.zeros(4, np.int32), torch.arange(4.0)),
         lambda: (torch.zeros(4, dtype=torch.bool), np.ones(4, np.uint8)),
         lambda: (torch.zeros(4, dtype=torch.int16), torch.ones(4, dtype=torch.bfloat16)),
-        lambda: (torch.zeros(4, dtype=torch.float16), torch.ones(4, dtype=torch.bfloat16)),
+        lambda: (torch.zeros(4, dtype=torch.uint8), torch.ones(4, dtype=torch.int8)),
         lambda: (torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.complex64)),
     ],
 )

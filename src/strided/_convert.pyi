@@ -22,8 +22,11 @@ def convert_memory(
     num_threads: int | None = None,
 ) -> None: ...
 def _tune(
-    tile_bytes: int | None = None, period_items: int | None = None
-) -> tuple[int, int]: ...
+    tile_bytes: int | None = None,
+    period_items: int | None = None,
+    tile_columns: int | None = None,
+    convert_last: int | None = None,
+) -> tuple[int, int, int, int]: ...
 
 CASTINGS: tuple[str, ...]
 

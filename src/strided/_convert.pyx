@@ -122,11 +122,13 @@ cdef enum:
     _ROWS = 0
     _TRANSPOSE = 1
 
-cdef int64_t _TILE_BYTES = 16384       # a staged tile, in destination bytes: fits L1
+cdef int64_t _TILE_BYTES = 131072      # a staged tile's bytes: fits L2
+cdef int64_t _TILE_COLUMNS = 64        # a staged tile's columns (destination rows' run)
 cdef int64_t _ROW_BYTES = 64 * 1024    # bytes of a block of rows
 cdef int64_t _THREAD_BYTES = 256 * 1024   # each extra thread needs this much work
 cdef int64_t _NOGIL_BYTES = 16 * 1024  # smaller conversions keep the GIL
 cdef int64_t _PERIOD_ITEMS = 512       # an unrolled period of per-channel parameters
+cdef int _CONVERT_LAST = 0             # -1: narrowing transposes convert last; 0 never, 1 always
 
 ctypedef struct ConvertPlan:
     st_cvt_op op
@@ -142,6 +144,8 @@ ctypedef struct ConvertPlan:
     int64_t dst_shift, src_shift, par_shift   # bytes, from the flipped dims
     int64_t nbytes                            # bytes read + written
     bint outer_params                         # some outer dim moves the parameters
+    bint convert_last      # a transpose's tile is transposed in the source's type first
+    int64_t tsz            # bytes of a staged tile's items
     const char* scale
     const char* shift
     char* period_scale      # the parameters of one tile column, repeated (or NULL)
@@ -222,18 +226,27 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
             P.ss[P.nouter], P.ps[P.nouter] = ss[i], ps[i]
             P.outer_params = P.outer_params or ps[i] != 0
             P.nouter += 1
+    # A transpose converts its tile in the source's order, then transposes it out with the
+    # copy engine's kernels. The other order (transpose the source's items into the tile,
+    # convert on the way out: the last pass then writes whole destination rows) is kept
+    # behind _tune(convert_last=1): paired at 64 MiB, float32 NCHW -> float16 NHWC, it was
+    # 1.0-1.3x slower on 1 thread and no faster on 2 (AMD EPYC), so it is off by default.
+    P.convert_last = P.kind == _TRANSPOSE and (
+        P.dsz < P.ssz if _CONVERT_LAST < 0 else _CONVERT_LAST == 1)
+    P.tsz = P.ssz if P.convert_last else P.dsz
     if P.kind == _TRANSPOSE:
-        # Tiles in L1: whole source runs when they are short (an image's 3 channels), else
-        # square-ish tiles of at most _TILE_BYTES of the destination's items.
-        side = 8
-        while (2 * side) * (2 * side) * P.dsz <= _TILE_BYTES:
-            side *= 2
-        if P.R <= side:
+        # Tiles in L2: whole source runs when they are short (an image's 3 channels), else
+        # _TILE_COLUMNS destination columns by source runs as long as the tile allows. Long
+        # runs matter: each column of a tile reads its own page of the source (NCHW -> NHWC:
+        # one plane per channel), and 256-byte runs from 64 pages at once left a float16
+        # relayout at 0.2x memcpy, stalled on the TLB and the prefetchers.
+        side = _TILE_COLUMNS
+        if P.R * P.tsz * 16 <= _TILE_BYTES and P.R <= side:
             P.BR = P.R
-            P.BC = min(P.C, max(<int64_t>16, _TILE_BYTES // (P.R * P.dsz)))
+            P.BC = min(P.C, max(<int64_t>16, _TILE_BYTES // (P.R * P.tsz)))
         else:
-            P.BR = side
             P.BC = min(P.C, side)
+            P.BR = min(P.R, max(<int64_t>16, _TILE_BYTES // (P.BC * P.tsz)))
     else:
         P.BC = min(P.C, max(<int64_t>1, _ROW_BYTES // max(P.dsz, P.ssz)))
         P.BR = min(P.R, max(<int64_t>1, _ROW_BYTES // (P.BC * max(P.dsz, P.ssz))))
@@ -249,20 +262,27 @@ cdef bint _whole_runs(const ConvertPlan* P) noexcept nogil:
     rather than one per row: a transpose's source tile (rows of R), or a block of rows of C
     contiguous in both layouts that did not merge only because the parameters move along
     them (an HWC image's channels). The parameters may move along the short rows only."""
-    if P.kind == _TRANSPOSE:
+    if P.kind == _TRANSPOSE and not P.convert_last:
         return P.BR == P.R and P.sq == P.R and P.pq == 0
+    if P.kind == _TRANSPOSE:    # the tile, in the destination's order, out to its rows
+        return P.BC == P.C and P.dp == P.C and P.pp == 0
     return (P.BC == P.C and P.dq == 1 and P.sq == 1 and P.dp == P.C and P.sp == P.C
             and P.pp == 0)
 
 
+cdef inline bint _source_order(const ConvertPlan* P) noexcept nogil:
+    """Whether whole runs follow the source's short rows (a transpose converting first)."""
+    return P.kind == _TRANSPOSE and not P.convert_last
+
+
 cdef inline int64_t _run_row(const ConvertPlan* P) noexcept nogil:
-    """The short rows of a whole run: R of a transpose, C of rows."""
-    return P.R if P.kind == _TRANSPOSE else P.C
+    """The short rows of a whole run: R of a transpose converting first, else C."""
+    return P.R if _source_order(P) else P.C
 
 
 cdef inline int64_t _run_ps(const ConvertPlan* P) noexcept nogil:
     """The parameter stride along a whole run's short rows."""
-    return P.pp if P.kind == _TRANSPOSE else P.pq
+    return P.pp if _source_order(P) else P.pq
 
 
 cdef int _unroll_period(ConvertPlan* P) except -1:
@@ -331,7 +351,18 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
             st_cvt_row(op, dst + r * P.dp * P.dsz, P.dq, src + r * P.sp * P.ssz, P.sq, w,
                        scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
         return
-    # transpose: convert the tile into `tile` in the source's order, then transpose it out
+    if P.convert_last:
+        # transpose the source's items into `tile` (rows of w, the destination's order), then
+        # convert its rows out
+        transpose_block(<int>P.ssz, tile, w, src, P.sq, h, w)
+        if _whole_runs(P):
+            _convert_run(P, dst, tile, h * w, scale, shift)
+            return
+        for r in range(h):
+            st_cvt_row(op, dst + r * P.dp * P.dsz, 1, tile + r * w * P.ssz, 1, w,
+                       scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
+        return
+    # convert the tile into `tile` in the source's order, then transpose it out
     if _whole_runs(P):
         _convert_run(P, tile, src, h * w, scale, shift)
     else:
@@ -341,10 +372,15 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
     transpose_block(<int>P.dsz, dst, P.dp, tile, h, h, w)
 
 
+cdef inline int64_t _tile_bytes(const ConvertPlan* P) noexcept nogil:
+    """Bytes of a thread's staging tile (0 when the plan stages nothing)."""
+    return P.BR * P.BC * P.tsz if P.kind == _TRANSPOSE else 0
+
+
 cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t lo,
-                     int64_t hi) noexcept nogil:
-    """Blocks lo..hi-1 (numbered outer index, block row, block column)."""
-    cdef double tile[2048 + 8]   # _TILE_BYTES of staging, 8-byte aligned, per thread
+                     int64_t hi, char* tile) noexcept nogil:
+    """Blocks lo..hi-1 (numbered outer index, block row, block column); ``tile``: this
+    thread's staging tile."""
     cdef int64_t item, rest, br, bc, doff, soff, poff, idx, r0, c0
     cdef int i
     for item in range(lo, hi):
@@ -364,21 +400,28 @@ cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t l
         poff = P.par_shift + (poff + r0 * P.pp + c0 * P.pq) * P.ct
         _run_block(P, dst + (doff + r0 * P.dp + c0 * P.dq) * P.dsz,
                    src + (soff + r0 * P.sp + c0 * P.sq) * P.ssz, P.scale + poff, P.shift + poff,
-                   min(P.BR, P.R - r0), min(P.BC, P.C - c0), <char*>tile)
+                   min(P.BR, P.R - r0), min(P.BC, P.C - c0), tile)
 
 
-cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
-    """Run every block: on one thread below _THREAD_BYTES of work a thread, else a team, each
-    thread a contiguous share of the blocks."""
-    cdef int64_t t, nt = nthreads
+cdef int _team(const ConvertPlan* P, int nthreads) noexcept nogil:
+    """The threads a plan runs on: one below _THREAD_BYTES of work a thread."""
+    if not STRIDED_OPENMP_ENABLED:
+        return 1
+    return <int>max(<int64_t>1, min(<int64_t>nthreads, P.nbytes // _THREAD_BYTES, P.items))
+
+
+cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nt,
+                   char* tiles) noexcept nogil:
+    """Run every block on ``nt`` threads (_team), each a contiguous share of the blocks and
+    its own staging tile of ``tiles``."""
+    cdef int64_t t, size = _tile_bytes(P)
     dst += P.dst_shift
     src += P.src_shift
-    nt = min(nt, max(<int64_t>1, P.nbytes // _THREAD_BYTES), P.items)
-    if nt <= 1 or not STRIDED_OPENMP_ENABLED:
-        _run_range(P, dst, src, 0, P.items)
+    if nt <= 1:
+        _run_range(P, dst, src, 0, P.items, tiles)
         return
     for t in prange(nt, num_threads=nt, schedule="static", chunksize=1):
-        _run_range(P, dst, src, t * P.items // nt, (t + 1) * P.items // nt)
+        _run_range(P, dst, src, t * P.items // nt, (t + 1) * P.items // nt, tiles + t * size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,13 +517,8 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
-    cdef int64_t tmp_str[MAX_NDIM]
-    cdef int order[MAX_NDIM]
-    cdef int64_t count, dlo, dhi, slo, shi, plo, phi, length
+    cdef int64_t count, length
     cdef int nd, n, i, nthreads
-    cdef ConvertPlan P
-    cdef char* params = NULL
-    cdef char* staged = NULL
     cdef char* dptr
     cdef const char* sptr
     cdef bint affine = scale is not None or shift is not None
@@ -505,21 +543,55 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     if length < 1:
         raise ValueError(f"param_length must be >= 1, got {length}")
     check_pair(dst_type, src_type, affine)
-    P.op.stype = _CODES[src_type]
-    P.op.dtype = _CODES[dst_type]
+    nthreads = copy_threads(num_threads)
+    dptr = <char*><intptr_t>as_int64(dst_address, "dst_address")
+    sptr = <const char*><intptr_t>as_int64(src_address, "src_address")
+    if c_size(nd, sz, &count):
+        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
+    check_byte_span(nd, sz, dst, st_type_size[_CODES[dst_type]], "dst_strides")
+    check_byte_span(nd, sz, src, st_type_size[_CODES[src_type]], "src_strides")
+    if count and (dptr == NULL or sptr == NULL):
+        raise ValueError(f"{'dst_address' if dptr == NULL else 'src_address'} is NULL (0) "
+                         f"but the conversion has {count} elements")
+    if count:
+        _refuse_self_overlap(nd, sz, dst)
+    convert_elements(dptr, sptr, nd, sz, dst, src, _CODES[dst_type], _CODES[src_type], scale,
+                     shift, par, length, count, nthreads)
+
+
+cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* sizes,
+                          const int64_t* dst_strides, const int64_t* src_strides, int dst_code,
+                          int src_code, object scale, object shift, const int64_t* par,
+                          int64_t length, int64_t count, int nthreads) except -1:
+    """Convert between two validated memory blocks (element strides; ``count`` elements):
+    the shared end of :func:`convert_memory` and of the compiled numpy fast path.
+
+    The caller has checked the pair (:func:`check_pair`), the byte spans and that the
+    destination does not overlap itself. Raises for bad parameters (before writing); returns
+    0 when done.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t tmp_str[MAX_NDIM]
+    cdef int order[MAX_NDIM]
+    cdef int64_t dlo, dhi, slo, shi, plo, phi
+    cdef int i
+    cdef ConvertPlan P
+    cdef char* params = NULL
+    cdef char* staged = NULL
+    cdef char* tiles = NULL
+    cdef bint affine = scale is not None or shift is not None
+    for i in range(nd):
+        sz[i], dst[i], src[i] = sizes[i], dst_strides[i], src_strides[i]
+    P.op.stype = src_code
+    P.op.dtype = dst_code
     P.op.mode = ST_CVT_PLAIN
     if affine:
         P.op.mode = ST_CVT_AFF64 if P.op.stype in _WIDE_CODES else ST_CVT_AFF32
     P.dsz = st_type_size[P.op.dtype]
     P.ssz = st_type_size[P.op.stype]
     P.ct = 8 if P.op.mode == ST_CVT_AFF64 else 4
-    nthreads = copy_threads(num_threads)
-    dptr = <char*><intptr_t>as_int64(dst_address, "dst_address")
-    sptr = <const char*><intptr_t>as_int64(src_address, "src_address")
-    if c_size(nd, sz, &count):
-        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
-    check_byte_span(nd, sz, dst, P.dsz, "dst_strides")
-    check_byte_span(nd, sz, src, P.ssz, "src_strides")
     if c_span(nd, sz, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
         raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
                          f"{length} given")
@@ -530,11 +602,7 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
         _load_params(scale, "scale", length, P.ct, params, True)
         _load_params(shift, "shift", length, P.ct, params + length * P.ct, False)
         if count == 0:
-            return
-        if dptr == NULL or sptr == NULL:
-            raise ValueError(f"{'dst_address' if dptr == NULL else 'src_address'} is NULL (0) "
-                             f"but the conversion has {count} elements")
-        _refuse_self_overlap(nd, sz, dst)
+            return 0
         byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
         byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
         if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
@@ -557,18 +625,28 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
         P.op.fused = st_cvt_fused(P.op.stype, P.op.dtype, P.op.mode, simd_level())
         P.nbytes = count * (P.dsz + P.ssz)
         _plan(&P, nd, sz, dst, src, par)
-        _unroll_period(&P)
+        if P.nbytes < _NOGIL_BYTES:
+            nthreads = 1
+        nthreads = _team(&P, nthreads)
+        # every thread's staging tile, had before any byte is written
+        tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, nthreads * _tile_bytes(&P)))
+        if tiles == NULL:
+            raise MemoryError(f"no memory for {nthreads} staging tiles; nothing was written")
+        P.period_scale = NULL
         try:
+            _unroll_period(&P)
             if P.nbytes < _NOGIL_BYTES:
-                _execute(&P, dptr, sptr, 1)
+                _execute(&P, dptr, sptr, 1, tiles)
             else:
                 with nogil:
-                    _execute(&P, dptr, sptr, nthreads)
+                    _execute(&P, dptr, sptr, nthreads, tiles)
         finally:
             PyMem_RawFree(P.period_scale)
+            PyMem_RawFree(tiles)
     finally:
         PyMem_RawFree(params)
         PyMem_RawFree(staged)
+    return 0
 
 
 cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) except -1:
@@ -584,13 +662,18 @@ cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) exc
     return 0
 
 
-def _tune(tile_bytes=None, period_items=None):
-    """Set the staging tile's bytes and the unrolled parameter period; return the previous
-    values. For benchmarks."""
-    global _TILE_BYTES, _PERIOD_ITEMS
-    old = (_TILE_BYTES, _PERIOD_ITEMS)
+def _tune(tile_bytes=None, period_items=None, tile_columns=None, convert_last=None):
+    """Set the staging tile's bytes, the unrolled parameter period, the tile's columns and
+    whether transposes convert last (-1: when narrowing, 0: never, 1: always); return the
+    previous values. For benchmarks and tests."""
+    global _TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST
+    old = (_TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST)
+    if convert_last is not None:
+        _CONVERT_LAST = max(-1, min(1, int(convert_last)))
+    if tile_columns is not None:
+        _TILE_COLUMNS = max(16, int(tile_columns))
     if tile_bytes is not None:
-        _TILE_BYTES = min(max(256, int(tile_bytes)), 16384)
+        _TILE_BYTES = min(max(4096, int(tile_bytes)), 1 << 22)
     if period_items is not None:
         _PERIOD_ITEMS = max(1, int(period_items))
     return old
@@ -649,8 +732,9 @@ cdef bint _safe(str src, str dst):
 def can_cast(src_type, dst_type, casting):
     """Whether numpy's ``can_cast(src, dst, casting)`` allows the cast, on engine type names.
 
-    bfloat16 follows ml_dtypes' registration: safe from bool, int8 and uint8 and to float32,
-    float64 and the complex types; float16 -> bfloat16 is same_kind, bfloat16 -> float16 is not.
+    bfloat16 (which numpy itself does not have) is safe from bool, int8 and uint8 and to
+    float32, float64 and the complex types, as ml_dtypes registers it; among the floats it is
+    same_kind both ways (torch's rule; ml_dtypes refuses bfloat16 -> float16 as same_kind).
     """
     _type_code(src_type, "src_type")
     _type_code(dst_type, "dst_type")
@@ -662,7 +746,5 @@ def can_cast(src_type, dst_type, casting):
     if casting == "unsafe" or _safe(src_type, dst_type):
         return True
     if casting == "safe":
-        return False
-    if src_type == "bfloat16" and dst_type == "float16":
         return False
     return _KIND_ORDER[_kind_bits(src_type)[0]] <= _KIND_ORDER[_kind_bits(dst_type)[0]]

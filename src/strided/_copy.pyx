@@ -383,6 +383,12 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
         # interleaving a few source planes into short destination rows
         P.BC = P.C
         P.BR = min(P.R, max(<int64_t>1, per // P.C))
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.R < micro:
+        # a few destination planes out of dense source pixels (HWC -> CHW): every plane in each
+        # block (the deinterleave kernels gather all planes of a pixel group at once), and
+        # whole groups of pixels (64 covers a group at every width)
+        P.BR = P.R
+        P.BC = min(P.C, max(<int64_t>64, per // P.R // 64 * 64))
     else:
         P.BC = min(P.C, per)
         P.BR = min(P.R, max(<int64_t>1, per // P.BC))

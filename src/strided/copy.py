@@ -32,6 +32,7 @@ from strided import _convert, _copy, _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
 from strided.interop import describe, view
+from strided.interop._ndarray import convert_arrays as _convert_arrays
 from strided.interop._ndarray import copyto_arrays as _copyto_arrays
 from strided.interop._record import MemoryRecord, check_view, device_name
 from strided.layout import Layout
@@ -110,8 +111,8 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
 
     A torch tensor that ``src`` shows conjugated or negated lazily is resolved first (a
     copy). A torch ``dst`` has its autograd version counter bumped, as any in-place torch op.
-    Two torch tensors of which one is not on the CPU are copied (and cast) by
-    ``dst.copy_(src)``; ``scale``/``shift`` are not supported there.
+    Two torch tensors of which one is not on the CPU are copied by ``dst.copy_(src)``, and
+    converted by torch ops on their device with the same rules.
 
     Examples
     --------
@@ -162,8 +163,11 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     if casting != "same_kind" and casting not in _convert.CASTINGS:
         raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
                          f"got {casting!r}")
-    # The fast path first and alone: arrays of one dtype it can copy by itself.
+    # The fast paths first and alone: arrays of one dtype they copy by themselves, then plain
+    # numpy arrays they convert; anything else (and every refusal) is the checked path's.
     if not affine and _copyto_arrays(dst, src, num_threads):
+        return
+    if _convert_arrays(dst, src, casting, scale, shift, axis, num_threads):
         return
     _copyto_checked(dst, src, num_threads, Conversion(casting, scale, shift, axis))
 
@@ -203,15 +207,16 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
     if converting:
         types = _conversion_types(dst_record, dst, src_record, src, conversion)
         params = _channel_params(conversion, dst_record.layout.sizes)
-        if library_copy is not None and conversion.affine:
-            raise ValueError("scale/shift are applied on the CPU only: two torch tensors off "
-                             "the CPU are converted by torch's copy_, without them; move them "
-                             "to the CPU, or compute src * scale + shift with torch first")
     _check_no_self_overlap(dst_record.layout, "dst")
     if dst_record.layout.size == 0:
         return
     if library_copy is not None:
-        library_copy(dst, src, _may_share_memory(dst_record, src_record))
+        shared = _may_share_memory(dst_record, src_record)
+        converter = library.device_converter(dst_record, src_record)
+        if converting and converter is not None:
+            converter(dst, src, shared, *types, *params)
+        else:
+            library_copy(dst, src, shared)
         return
     src_record = library.resolved(src_record)
     layout = dst_record.layout
@@ -814,30 +819,36 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
     dsize, ssize = dst_record.layout.itemsize, src_record.layout.itemsize
     types = params = None
     if conversion is not None:
-        if library_copy is not None:
-            raise ValueError("dtype/scale/shift of blocked formats are converted on the CPU "
-                             "only; move the tensor to the CPU first")
         types = _conversion_types(dst_record, dst_array, src_record, src_array, conversion)
         params = _channel_params(conversion, dst_record.layout.sizes if dst_record.layout.ndim
                                  == 4 else src_record.layout.sizes)
     for k, (dst_piece, src_piece) in enumerate(pieces):
         check_view(dst_piece, dst_record)
         check_view(src_piece, src_record)
+        piece_params = None
+        if types is not None and params is not None and channels is not None:
+            scale, shift, strides, length = params
+            first = channels[k].offset
+            piece_params = (scale[first:] if isinstance(scale, list) else scale,
+                            shift[first:] if isinstance(shift, list) else shift,
+                            channels[k].strides if strides is not None else None,
+                            length - first if strides is not None else 1)
         if library_copy is not None:
-            library_copy(view(dst_array, dst_piece, copy=False), view(src_array, src_piece),
-                         False)
+            dst_view = view(dst_array, dst_piece, copy=False)
+            src_view = view(src_array, src_piece)
+            converter = library.device_converter(dst_record, src_record)
+            if types is not None and piece_params is not None and converter is not None:
+                converter(dst_view, src_view, False, *types, *piece_params)
+            else:
+                library_copy(dst_view, src_view, False)
             continue
         dst_ptr = dst_record.ptr + dst_piece.offset * dsize
         src_ptr = src_record.ptr + src_piece.offset * ssize
-        if types is None or params is None or channels is None:
+        if types is None or piece_params is None:
             _copy.copy_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
                               src_piece.strides, dsize, num_threads)
             continue
-        scale, shift, strides, length = params
-        first = channels[k].offset
-        _convert.convert_memory(
-            dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides, src_piece.strides, *types,
-            scale[first:] if isinstance(scale, list) else scale,
-            shift[first:] if isinstance(shift, list) else shift,
-            channels[k].strides if strides is not None else None,
-            length - first if strides is not None else 1, num_threads=num_threads)
+        (dst_type, src_type), (scale, shift, strides, length) = types, piece_params
+        _convert.convert_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
+                                src_piece.strides, dst_type, src_type, scale, shift, strides,
+                                length, num_threads=num_threads)

@@ -4,13 +4,18 @@
 **case** is a copy users make when a view is impossible (a 2-D transpose, column-major to
 row-major, NCHW to NHWC, NCDHW to NDHWC, NCHW to the blocked NCHW4 / NCHW32, padded rows to
 packed ones, a broadcast to a packed tensor), built for a dtype and a size (the bytes of the
-logical tensor: 4, 64, 512 MiB). The **contenders** copy the same source view into the same
+logical tensor: 4, 64, 512 MiB), and the inverse of each layout change users make both ways
+(NHWC to NCHW; images HWC to CHW and back, at their own fixed shapes: 224x224x3 and
+1080x1920x3, timed once per dtype). The **contenders** copy the same source view into the same
 destination view:
 
 - ``strided``: ``strided.copyto(dst, src, num_threads=T)``;
 - ``numpy``: ``np.copyto(dst, src)`` (numpy copies on one thread);
 - ``torch``: ``dst.copy_(src)`` on tensors sharing the arrays' memory, after
   ``torch.set_num_threads(T)`` (``-`` when torch is not installed);
+- ``cv2`` (image cases, where OpenCV is installed: the ``bench`` extra): ``cv2.split`` of the
+  HWC image into the planes of the destination, ``cv2.merge`` of the planes into the HWC
+  destination, after ``cv2.setNumThreads(T)``;
 - ``memcpy``: one ``ctypes.memmove`` of the same number of bytes between two contiguous
   buffers, the bandwidth a copy that needs no relayout gets; ``memcpy xT``: the same bytes split
   over T threads (a reference for a parallel copy, not a target).
@@ -22,14 +27,17 @@ Then each **sample** runs every contender once, in an order that rotates from sa
 call is longer), so that slow phases of a shared, noisy machine hit every contender alike. The
 table reports, per case, the GB/s of the median time per call, counting the bytes read and the
 bytes written (``2 x`` the logical tensor's bytes, whatever the source's own footprint), and
-the medians of the paired ratios ``strided / best peer`` (the faster of numpy and torch) and
-``strided / memcpy`` (above 1: strided is faster). A summary checks the targets of the copy
-engine (at 64 MiB on 2 threads) and a last line times a 16-element copy, in ns per call.
+the medians of the paired ratios ``strided / best peer`` (the fastest of numpy, torch and cv2)
+and ``strided / memcpy`` (above 1: strided is faster). A summary checks the targets of the copy
+engine (at 64 MiB on 2 threads; the image cases at their own shapes), among them the inverse
+direction's against the forward one, and a last line times a 16-element copy, in ns per call.
 
 Examples
 --------
->>> [case.name for case in select_cases(["nhwc"])]
+>>> [case.name for case in select_cases(["nchw->nhwc"])]
 ['NCHW->NHWC/C3', 'NCHW->NHWC/C16', 'NCHW->NHWC/C64', 'NCHW->NHWC/C256']
+>>> CASES_BY_NAME["NHWC->NCHW/C3"].inverse_of
+'NCHW->NHWC/C3'
 >>> built = CASES_BY_NAME["NCHW->NCHW4"].build(0.25, np.dtype(np.uint8))
 >>> built.shape, built.src.shape, built.dst_base.shape
 ((8, 128, 16, 16), (8, 32, 4, 16, 16), (8, 32, 16, 16, 4))
@@ -85,7 +93,8 @@ FULL_SIZES = (4.0, 64.0, 512.0)
 #: The embedded default of ``python -m strided bench``: one small size ...
 SMALL_SIZES = (4.0,)
 #: ... and these cases (every kind of kernel once), so that it ends in seconds.
-SMALL_CASES = ("transpose2d", "NCHW->NHWC/C3", "NCHW->NHWC/C64", "NCHW->NCHW32",
+SMALL_CASES = ("transpose2d", "NCHW->NHWC/C3", "NCHW->NHWC/C64", "NHWC->NCHW/C3",
+               "NHWC->NCHW/C64", "CHW->HWC/224x224x3", "HWC->CHW/224x224x3", "NCHW->NCHW32",
                "padded->packed", "broadcast->packed")
 DTYPES = ("float32", "uint8")
 #: The targets are set at this size, on this many threads.
@@ -95,6 +104,10 @@ TARGET_THREADS = 2
 TARGET_VS_PEER = 1.0
 #: strided / best peer, geometric mean over the transposing cases.
 TARGET_TRANSPOSE_GEOMEAN = 2.0
+#: strided / best peer, every inverse case (NHWC -> NCHW, HWC -> CHW): issue 13 §2.
+TARGET_INVERSE_VS_PEER = 2.0
+#: strided's inverse direction / its forward direction (speed), the same dtype and size.
+TARGET_INVERSE_VS_FORWARD = 0.8
 #: strided / memcpy, transposing cases (1-byte items: the next figure).
 TARGET_TRANSPOSE_VS_MEMCPY = 0.8
 TARGET_TRANSPOSE_VS_MEMCPY_1BYTE = 0.5
@@ -103,7 +116,7 @@ NOISY_SHARE = 0.10
 #: Elements of the small copy.
 SMALL_COPY_ELEMENTS = 16
 
-_PEERS = ("numpy", "torch")
+_PEERS = ("numpy", "torch", "cv2")
 _SENTINEL = 0xA5
 _PATTERN_LENGTH = 1_000_003  # prime: the source pattern never lines up with a dimension
 
@@ -136,15 +149,25 @@ class Built:
 
 @dataclass(frozen=True)
 class Case:
-    """A relayout: its name, whether it moves the innermost dimension, how to build it."""
+    """A relayout: its name, whether it moves the innermost dimension, how to build it.
+
+    ``inverse_of`` names the case this one undoes (NHWC -> NCHW undoes NCHW -> NHWC);
+    ``fixed`` cases have a shape of their own (an image) whatever the size asked for, and run
+    once per dtype, at the first size; ``cv2`` builds OpenCV's call for the case (the same
+    copy), where OpenCV has one.
+    """
 
     name: str
     transposing: bool
     description: str
     make: Callable[[int, np.dtype], Built] = field(repr=False)
+    inverse_of: str | None = None
+    fixed: bool = False
+    cv2: Callable[[Any, Built], Callable[[], object]] | None = field(default=None, repr=False)
 
     def build(self, mib: float, dtype: np.dtype) -> Built:
-        """The arrays for a logical tensor of about ``mib`` MiB; the source is filled."""
+        """The arrays for a logical tensor of about ``mib`` MiB (of the case's own shape when
+        it is fixed); the source is filled."""
         elements = max(1, round(mib * MiB / dtype.itemsize))
         built = self.make(elements, dtype)
         if built.dst.size != built.dst_base.size or built.src.shape != built.dst.shape:
@@ -205,6 +228,50 @@ def _nchw_to_nhwc(channels: int) -> Callable[[int, np.dtype], Built]:
     return make
 
 
+def _nhwc_to_nchw(channels: int) -> Callable[[int, np.dtype], Built]:
+    def make(e: int, dtype: np.dtype) -> Built:
+        side = _side(e / (8 * channels))
+        shape = (8, channels, side, side)
+        src_base, src = _packed_to(shape, (0, 2, 3, 1), dtype)
+        src_base[...] = _filled(src_base.shape, dtype)
+        dst = np.empty(shape, dtype)
+        return Built(src, src_base, dst, dst, shape)
+
+    return make
+
+
+def _image(height: int, width: int, channels: int, *, to_planes: bool
+           ) -> Callable[[int, np.dtype], Built]:
+    """An image of a fixed shape, (C, H, W) in canonical order: packed HWC -> packed CHW
+    (``to_planes``, a data loader's direction) or back."""
+    shape = (channels, height, width)
+
+    def make(e: int, dtype: np.dtype) -> Built:
+        del e  # the shape is the case's own
+        if to_planes:
+            src_base, src = _packed_to(shape, (1, 2, 0), dtype)
+            src_base[...] = _filled(src_base.shape, dtype)
+            dst = np.empty(shape, dtype)
+            return Built(src, src_base, dst, dst, shape)
+        src = _filled(shape, dtype)
+        dst_base, dst = _packed_to(shape, (1, 2, 0), dtype)
+        return Built(src, src, dst, dst_base, shape)
+
+    return make
+
+
+def _cv2_split(cv2: Any, built: Built) -> Callable[[], object]:
+    """cv2.split of the HWC source into the CHW destination's planes."""
+    planes = list(built.dst_base)
+    return lambda: cv2.split(built.src_base, planes)
+
+
+def _cv2_merge(cv2: Any, built: Built) -> Callable[[], object]:
+    """cv2.merge of the CHW source's planes into the HWC destination."""
+    planes = list(built.src_base)
+    return lambda: cv2.merge(planes, built.dst_base)
+
+
 def _ncdhw_to_ndhwc(e: int, dtype: np.dtype) -> Built:
     side = _side(e / (2 * 32 * 16))
     shape = (2, 32, 16, side, side)
@@ -251,6 +318,17 @@ CASES: tuple[Case, ...] = (
          _col_to_row),
     *(Case(f"NCHW->NHWC/C{c}", True, f"N=8, C={c}, H=W: NCHW packed to NHWC packed",
            _nchw_to_nhwc(c)) for c in (3, 16, 64, 256)),
+    *(Case(f"NHWC->NCHW/C{c}", True, f"N=8, C={c}, H=W: NHWC packed to NCHW packed",
+           _nhwc_to_nchw(c), inverse_of=f"NCHW->NHWC/C{c}") for c in (3, 16, 64, 256)),
+    *(case
+      for h, w in ((224, 224), (1080, 1920))
+      for case in (
+          Case(f"CHW->HWC/{h}x{w}x3", True, f"a {h}x{w} 3-channel image, CHW packed to HWC "
+               f"packed (cv2.merge)", _image(h, w, 3, to_planes=False), fixed=True,
+               cv2=_cv2_merge),
+          Case(f"HWC->CHW/{h}x{w}x3", True, f"a {h}x{w} 3-channel image, HWC packed to CHW "
+               f"packed (cv2.split)", _image(h, w, 3, to_planes=True),
+               inverse_of=f"CHW->HWC/{h}x{w}x3", fixed=True, cv2=_cv2_split))),
     Case("NCDHW->NDHWC", True, "N=2, C=32, D=16, H=W: NCDHW packed to NDHWC packed",
          _ncdhw_to_ndhwc),
     *(Case(f"NCHW->NCHW{x}", True,
@@ -292,6 +370,11 @@ def select_cases(patterns: Sequence[str] | None) -> list[Case]:
 def _torch() -> Any:
     """torch, or None when it is not installed (imported only here, when asked for)."""
     return optional_module("torch")
+
+
+def _cv2() -> Any:
+    """OpenCV, or None when it is not installed (imported only here, when asked for)."""
+    return optional_module("cv2")
 
 
 def _torch_view(torch: Any, view: np.ndarray, base: np.ndarray) -> Any:
@@ -385,7 +468,7 @@ class Result:
 
     @property
     def best_peer(self) -> str:
-        """The faster of numpy and torch (by median time)."""
+        """The fastest of numpy, torch and cv2 (by median time)."""
         peers = [p for p in _PEERS if self.times.get(p)]
         return min(peers, key=lambda p: self.median(p) or math.inf)
 
@@ -410,6 +493,7 @@ def run_case(
     sample_ms: float,
     torch: Any = None,
     pool: ThreadPoolExecutor | None = None,
+    cv2: Any = None,
 ) -> Result:
     """Build one case, check every contender's bytes, then time them; free the arrays.
 
@@ -424,6 +508,9 @@ def run_case(
         Samples per contender and the target duration of one sample.
     torch : module, optional
         torch, or None to leave it out.
+    cv2 : module, optional
+        OpenCV (``cv2.setNumThreads`` set by the caller), or None; used by the cases that
+        have an OpenCV call.
 
     Raises
     ------
@@ -450,6 +537,8 @@ def run_case(
         tsrc = _torch_view(torch, src, built.src_base)
         tdst = _torch_view(torch, dst, built.dst_base)
         contenders["torch"] = lambda: tdst.copy_(tsrc)
+    if cv2 is not None and case.cv2 is not None:
+        contenders["cv2"] = case.cv2(cv2, built)
     contenders["memcpy"] = lambda: memmove(scratch_address, dst_address, nbytes)
     if pool is not None and threads > 1:
         parallel = _parallel_memmove(pool, threads)
@@ -459,7 +548,7 @@ def run_case(
     dst_bytes.fill(_SENTINEL)
     contenders["numpy"]()
     scratch[...] = dst_bytes
-    for name in ("strided", "torch"):
+    for name in ("strided", "torch", "cv2"):
         if name in contenders:
             dst_bytes.fill(_SENTINEL)
             contenders[name]()
@@ -487,23 +576,30 @@ def run(
     repeat: int = 7,
     sample_ms: float = 5.0,
     with_torch: bool = True,
+    with_cv2: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> list[Result]:
-    """Every case at every size and dtype (sizes outermost), torch on ``threads`` threads.
+    """Every case at every size and dtype (sizes outermost), torch and OpenCV on ``threads``
+    threads; the fixed-shape cases at the first size only.
 
-    Returns one :class:`Result` per (size, case, dtype), in that order. torch's thread count
-    is restored afterwards.
+    Returns one :class:`Result` per (size, case, dtype), in that order. torch's and OpenCV's
+    thread counts are restored afterwards.
     """
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     torch = _torch() if with_torch else None
-    saved = None
+    cv2 = _cv2() if with_cv2 and any(case.cv2 is not None for case in cases) else None
+    saved = saved_cv2 = None
     if torch is not None:
         saved = torch.get_num_threads()
         torch.set_num_threads(threads)
-    jobs = [(mib, case, dtype) for mib in sizes for case in cases for dtype in dtypes]
+    if cv2 is not None:
+        saved_cv2 = cv2.getNumThreads()
+        cv2.setNumThreads(threads)
+    jobs = [(mib, case, dtype) for i, mib in enumerate(sizes) for case in cases
+            for dtype in dtypes if i == 0 or not case.fixed]
     results = []
     start = time.perf_counter()
     try:
@@ -513,11 +609,13 @@ def run(
                     progress(f"  [{i}/{len(jobs)}] {case.name} {dtype} {mib:g} MiB "
                              f"(t = {time.perf_counter() - start:.0f} s)")
                 results.append(run_case(case, dtype, mib, threads=threads, repeat=repeat,
-                                        sample_ms=sample_ms, torch=torch, pool=pool))
+                                        sample_ms=sample_ms, torch=torch, pool=pool, cv2=cv2))
                 gc.collect()
     finally:
         if torch is not None:
             torch.set_num_threads(saved)
+        if cv2 is not None:
+            cv2.setNumThreads(saved_cv2)
     return results
 
 
@@ -584,14 +682,15 @@ def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
     """One row per result: GB/s of every contender and strided's two ratios."""
     threads = results[0].threads if results else TARGET_THREADS
     parallel = threads > 1 and any("memcpy_par" in r.times for r in results)
-    header = ["case", "dtype", "MiB", "shape", "strided", "numpy", "torch", "memcpy"]
+    peers = ["numpy", "torch"] + (["cv2"] if any("cv2" in r.times for r in results) else [])
+    header = ["case", "dtype", "MiB", "shape", "strided", *peers, "memcpy"]
     if parallel:
         header.append(f"memcpy x{threads}")
     header += ["st/peer", "best peer", "st/memcpy", "others"]
     rows = []
     for r in results:
         row = [r.case.name, r.dtype, _fmt_mib(r.mib), "x".join(map(str, r.shape))]
-        row += [_fmt_gbps(r.gbps(name)) for name in ("strided", "numpy", "torch", "memcpy")]
+        row += [_fmt_gbps(r.gbps(name)) for name in ("strided", *peers, "memcpy")]
         if parallel:
             row.append(_fmt_gbps(r.gbps("memcpy_par")))
         row += [f"{r.vs_peer:.2f}x", r.best_peer, f"{r.vs_memcpy:.2f}x",
@@ -615,16 +714,19 @@ def _verdict(misses: Sequence[Result], total: int, value: Callable[[Result], flo
 
 
 def target_summary(results: Sequence[Result], small: SmallCopy | None = None) -> str:
-    """The targets of the copy engine (issue 4 §3), each marked met or MISSED.
+    """The targets of the copy engine (issue 4 §3, issue 13 §2), each marked met or MISSED.
 
     They are set at 64 MiB on 2 threads: rows of other sizes are left out when the run has
-    64 MiB rows, else the largest size stands in (and the summary says it is indicative).
+    64 MiB rows, else the largest size stands in (and the summary says it is indicative); the
+    fixed-shape cases (images) count at their own shapes. The inverse cases (NHWC -> NCHW,
+    HWC -> CHW) are held to 2x their best peer, and to 0.8x the speed of their forward case
+    (the same dtype and size), where the run has it.
     """
     lines = []
     if results:
         sizes = sorted({r.size for r in results})
         at = TARGET_MIB if TARGET_MIB in sizes else sizes[-1]
-        rows = [r for r in results if r.size == at]
+        rows = [r for r in results if r.size == at or r.case.fixed]
         threads = rows[0].threads
         peers = sorted({p for r in rows for p in _PEERS if r.times.get(p)})
         notes = []
@@ -658,6 +760,25 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
                                  + _verdict(misses, len(group), lambda r: r.vs_memcpy))
         else:
             lines.append("  transposing cases: none in this run")
+        inverse = [r for r in rows if r.case.inverse_of]
+        if inverse:
+            misses = [r for r in inverse if not r.vs_peer >= TARGET_INVERSE_VS_PEER]
+            lines.append(f"  inverse cases >= {TARGET_INVERSE_VS_PEER:.0f}x best peer: "
+                         + _verdict(misses, len(inverse), lambda r: r.vs_peer))
+            forward: dict[tuple[str | None, str, float], Result] = {
+                (r.case.name, r.dtype, r.size): r for r in results}
+            speed: dict[int, float] = {}
+            for r in inverse:
+                f = forward.get((r.case.inverse_of, r.dtype, r.size))
+                if f is not None:
+                    speed[id(r)] = (f.median("strided") or math.nan) / (
+                        r.median("strided") or math.nan)
+            paired = [r for r in inverse if id(r) in speed]
+            if paired:
+                misses = [r for r in paired if not speed[id(r)] >= TARGET_INVERSE_VS_FORWARD]
+                lines.append(f"  inverse cases >= {TARGET_INVERSE_VS_FORWARD:.1f}x the forward "
+                             f"case's speed: "
+                             + _verdict(misses, len(paired), lambda r: speed[id(r)]))
     if small is not None:
         lines.append(f"  {SMALL_COPY_ELEMENTS}-element float32 copy <= np.copyto: "
                      f"{small.ns['strided']:,.0f} ns vs {small.ns['numpy']:,.0f} ns "
@@ -685,7 +806,8 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
               f"rotating from sample to sample; GB/s = 2 x the logical tensor's bytes (read + "
               f"written) / median time per call; st/peer and st/memcpy = medians of the paired "
               f"ratios time(other) / time(strided), above 1 strided is faster; best peer = the "
-              f"faster of numpy and torch; strided num_threads={threads}; numpy copies on one "
+              f"fastest of numpy, torch and cv2 (cv2.split / cv2.merge, image cases, "
+              f"cv2.setNumThreads({threads})); strided num_threads={threads}; numpy copies on one "
               f"thread; memcpy = one ctypes.memmove of the same bytes between contiguous "
               f"buffers" + (f", memcpy x{threads} = the same split over {threads} threads"
                             if threads > 1 else ""))
@@ -693,7 +815,9 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
              "others = the share of the machine's CPU time that other processes used while a "
              "case was timed (from /proc/stat): on a 2-core machine, a busy neighbour stalls "
              "every 2-thread copy (strided, torch) far more than numpy's 1-thread one"]
+    with_cv2 = any("cv2" in r.times for r in results)
     checked = ("identical bytes: strided" + (", torch" if torch_version else "")
+               + (", cv2" if with_cv2 else "")
                + " and np.copyto wrote the same destination bytes on every case (checked "
                "before timing)")
     parts = [format_table(results, markdown=markdown), checked]
@@ -795,6 +919,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     parser.add_argument("--full", action="store_true",
                         help="every case at " + ",".join(f"{s:g}" for s in FULL_SIZES) + " MiB")
     parser.add_argument("--no-torch", action="store_true", help="leave torch out")
+    parser.add_argument("--no-cv2", action="store_true", help="leave OpenCV out")
     parser.add_argument("--no-small", action="store_true", help="skip the 16-element copy")
     parser.add_argument("--markdown", action="store_true", help="print a markdown pipe table")
     args = parser.parse_args(argv)
@@ -818,7 +943,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     print(f"timing {len(cases)} cases x {len(dtypes)} dtypes x {len(sizes)} sizes, {repeat} "
           f"samples, {threads} threads ...", file=sys.stderr, flush=True)
     results = run(cases, sizes=sizes, dtypes=dtypes, threads=threads, repeat=repeat,
-                  sample_ms=sample_ms, with_torch=torch is not None,
+                  sample_ms=sample_ms, with_torch=torch is not None, with_cv2=not args.no_cv2,
                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     small_result = None
     if not args.no_small:

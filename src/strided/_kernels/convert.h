@@ -52,6 +52,12 @@
 
 typedef ptrdiff_t st_cidx;
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ST_CVT_INLINE static inline __attribute__((always_inline))
+#else
+#define ST_CVT_INLINE static __forceinline
+#endif
+
 /* The element types, in the order of _convert.pyx's TYPE_NAMES. */
 enum {
     ST_BOOL, ST_I8, ST_I16, ST_I32, ST_I64, ST_U8, ST_U16, ST_U32, ST_U64,
@@ -468,16 +474,6 @@ typedef void (*st_fused_fn)(char *d, const char *s, st_cidx n, const void *scale
         }                                                                                     \
     }
 
-/* Saturate a float32 result to [lo, hi] with NaN -> 0, then round half to even: the
- * compare-and-select form vectorises (NaN fails both compares and is replaced first). */
-#define ST_SAT_RNE_F32(t, lo, hi)                                                             \
-    do {                                                                                      \
-        t = (t == t) ? t : 0.0f;                                                              \
-        t = t < (lo) ? (lo) : t;                                                              \
-        t = t > (hi) ? (hi) : t;                                                              \
-        t = (t + 12582912.0f) - 12582912.0f; /* 1.5 * 2^23: rounds |t| < 2^22 half to even */ \
-    } while (0)
-
 /* A plain cast of a unit-stride row: EXPR converts `v`, an element of TS, to TD. */
 #define ST_DEF_PLAIN(NAME, SUFFIX, ATTR, TS, TD, EXPR)                                        \
     ATTR static void NAME##_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale,    \
@@ -506,10 +502,6 @@ typedef void (*st_fused_fn)(char *d, const char *s, st_cidx n, const void *scale
     ST_DEF_PLAIN(st_p_u8_f64, SUFFIX, ATTR, uint8_t, double, (double)v)                       \
     ST_DEF_PLAIN(st_p_f32_f64, SUFFIX, ATTR, float, double, (double)v)                        \
     ST_DEF_PLAIN(st_p_f64_f32, SUFFIX, ATTR, double, float, (float)v)                         \
-    ST_DEF_PLAIN(st_p_f32_u8, SUFFIX, ATTR, float, uint8_t,                                   \
-                 (uint8_t)ST_TRUNC_SAT_F32(v, 0.0f, 255.0f))                                  \
-    ST_DEF_PLAIN(st_p_f32_i8, SUFFIX, ATTR, float, int8_t,                                    \
-                 (int8_t)ST_TRUNC_SAT_F32(v, -128.0f, 127.0f))                                \
     ST_DEF_PLAIN(st_p_f32_u16, SUFFIX, ATTR, float, uint16_t,                                 \
                  (uint16_t)ST_TRUNC_SAT_F32(v, 0.0f, 65535.0f))                               \
     ST_DEF_PLAIN(st_p_f32_i16, SUFFIX, ATTR, float, int16_t,                                  \
@@ -532,18 +524,6 @@ ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
     {                                                                                         \
         float *out = (float *)(void *)d;                                                      \
         ST_AFFINE_BODY(int8_t, out[i] = t)                                                    \
-    }                                                                                         \
-    ATTR static void st_f32_u8_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale, \
-                                        const void *shift, st_cidx ps)                        \
-    {                                                                                         \
-        uint8_t *out = (uint8_t *)d;                                                          \
-        ST_AFFINE_BODY(float, ST_SAT_RNE_F32(t, 0.0f, 255.0f); out[i] = (uint8_t)(int32_t)t)  \
-    }                                                                                         \
-    ATTR static void st_f32_i8_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale, \
-                                        const void *shift, st_cidx ps)                        \
-    {                                                                                         \
-        int8_t *out = (int8_t *)d;                                                            \
-        ST_AFFINE_BODY(float, ST_SAT_RNE_F32(t, -128.0f, 127.0f); out[i] = (int8_t)(int32_t)t) \
     }                                                                                         \
     ATTR static void st_f32_f32_##SUFFIX(char *d, const char *s, st_cidx n,                   \
                                          const void *scale, const void *shift, st_cidx ps)    \
@@ -618,6 +598,117 @@ static void st_f16_f32_base(char *d, const char *s, st_cidx n, const void *scale
     (void)scale; (void)shift; (void)ps;
     for (st_cidx i = 0; i < n; i++) st_st_f32(d + 4 * i, st_f16_to_f32(st_ld_u16(s + 2 * i)));
 }
+
+/* ---- float32 -> 8-bit integers: quantizing and saturating casts, in intrinsics ------------------
+ * The compiler does not vectorise the saturate-and-round of a float into a byte, so these are
+ * written out: NaN -> 0 (an ordered-compare mask), clamp to the range, convert (rounding to
+ * nearest even by the default MXCSR mode for the affine step, truncating for a plain cast), and
+ * pack with saturation. `affine`, `sign` are compile-time constants of each wrapper. */
+
+ST_CVT_INLINE int32_t st_f32_byte_scalar(float t, int affine, int sign)
+{
+    double v = affine ? rint((double)t) : (double)t;
+    return sign ? st_trunc_i8(v) : st_trunc_u8(v);
+}
+
+ST_CVT_INLINE void st_f32_bytes_sse2(char *d, const char *s, st_cidx n, const void *scale,
+                                 const void *shift, st_cidx ps, int affine, int sign)
+{
+    const float *in = (const float *)(const void *)s;
+    const float *a = (const float *)scale, *c = (const float *)shift;
+    st_cidx i = 0;
+#if ST_CVT_SSE2
+    const __m128 lo = _mm_set1_ps(sign ? -128.0f : 0.0f), hi = _mm_set1_ps(sign ? 127.0f : 255.0f);
+    __m128 a0 = _mm_setzero_ps(), c0 = _mm_setzero_ps();
+    if (affine && ps == 0) { a0 = _mm_set1_ps(a[0]); c0 = _mm_set1_ps(c[0]); }
+    for (; i + 16 <= n; i += 16) {
+        __m128i q[4];
+        for (int k = 0; k < 4; k++) {
+            __m128 t = _mm_loadu_ps(in + i + 4 * k);
+            if (affine) {
+                __m128 sa = ps ? _mm_loadu_ps(a + i + 4 * k) : a0;
+                __m128 sc = ps ? _mm_loadu_ps(c + i + 4 * k) : c0;
+                t = _mm_add_ps(_mm_mul_ps(t, sa), sc);
+            }
+            t = _mm_and_ps(t, _mm_cmpord_ps(t, t));
+            t = _mm_min_ps(_mm_max_ps(t, lo), hi);
+            q[k] = affine ? _mm_cvtps_epi32(t) : _mm_cvttps_epi32(t);
+        }
+        __m128i w0 = _mm_packs_epi32(q[0], q[1]), w1 = _mm_packs_epi32(q[2], q[3]);
+        _mm_storeu_si128((__m128i *)(void *)(d + i),
+                         sign ? _mm_packs_epi16(w0, w1) : _mm_packus_epi16(w0, w1));
+    }
+#endif
+    for (; i < n; i++) {
+        float t = in[i];
+        if (affine) {
+            t = t * a[i * ps];
+            t = t + c[i * ps];
+        }
+        d[i] = (char)st_f32_byte_scalar(t, affine, sign);
+    }
+}
+
+#define ST_DEF_BYTES(NAME, AFFINE, SIGN, SUFFIX, BODY)                                        \
+    static void NAME##_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale,         \
+                                const void *shift, st_cidx ps)                                \
+    {                                                                                         \
+        BODY(d, s, n, scale, shift, ps, AFFINE, SIGN);                                        \
+    }
+ST_DEF_BYTES(st_f32_u8, 1, 0, base, st_f32_bytes_sse2)
+ST_DEF_BYTES(st_f32_i8, 1, 1, base, st_f32_bytes_sse2)
+ST_DEF_BYTES(st_p_f32_u8, 0, 0, base, st_f32_bytes_sse2)
+ST_DEF_BYTES(st_p_f32_i8, 0, 1, base, st_f32_bytes_sse2)
+
+#if ST_CVT_X86_GNU
+/* AVX2: 32 floats to 32 bytes a round; the packs work per 128-bit lane, so a final
+ * permutation puts the four 8-byte groups back in order. */
+__attribute__((target("avx2"))) static inline void
+st_f32_bytes_avx2(char *d, const char *s, st_cidx n, const void *scale, const void *shift,
+                  st_cidx ps, int affine, int sign)
+{
+    const float *in = (const float *)(const void *)s;
+    const float *a = (const float *)scale, *c = (const float *)shift;
+    st_cidx i = 0;
+    const __m256 lo = _mm256_set1_ps(sign ? -128.0f : 0.0f);
+    const __m256 hi = _mm256_set1_ps(sign ? 127.0f : 255.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256 a0 = _mm256_setzero_ps(), c0 = _mm256_setzero_ps();
+    if (affine && ps == 0) { a0 = _mm256_set1_ps(a[0]); c0 = _mm256_set1_ps(c[0]); }
+    for (; i + 32 <= n; i += 32) {
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 t = _mm256_loadu_ps(in + i + 8 * k);
+            if (affine) {
+                __m256 sa = ps ? _mm256_loadu_ps(a + i + 8 * k) : a0;
+                __m256 sc = ps ? _mm256_loadu_ps(c + i + 8 * k) : c0;
+                t = _mm256_add_ps(_mm256_mul_ps(t, sa), sc);
+            }
+            t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
+            t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+            q[k] = affine ? _mm256_cvtps_epi32(t) : _mm256_cvttps_epi32(t);
+        }
+        __m256i w0 = _mm256_packs_epi32(q[0], q[1]), w1 = _mm256_packs_epi32(q[2], q[3]);
+        __m256i b = sign ? _mm256_packs_epi16(w0, w1) : _mm256_packus_epi16(w0, w1);
+        _mm256_storeu_si256((__m256i *)(void *)(d + i), _mm256_permutevar8x32_epi32(b, order));
+    }
+    if (i < n)
+        st_f32_bytes_sse2(d + i, s + 4 * i, n - i, a + (ps ? i : 0), c + (ps ? i : 0), ps,
+                          affine, sign);
+}
+__attribute__((target("avx2"))) static void st_f32_u8_avx2(char *d, const char *s, st_cidx n,
+    const void *scale, const void *shift, st_cidx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 1, 0); }
+__attribute__((target("avx2"))) static void st_f32_i8_avx2(char *d, const char *s, st_cidx n,
+    const void *scale, const void *shift, st_cidx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 1, 1); }
+__attribute__((target("avx2"))) static void st_p_f32_u8_avx2(char *d, const char *s, st_cidx n,
+    const void *scale, const void *shift, st_cidx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 0, 0); }
+__attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char *s, st_cidx n,
+    const void *scale, const void *shift, st_cidx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 0, 1); }
+#endif
 
 /* What the CPU has, found once when _convert is imported (its own libgcc CPU model). */
 static int st_cvt_has_avx2 = 0, st_cvt_has_f16c = 0;

@@ -77,14 +77,11 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
         }
     }
     if (kind == ST_BLOCK_TRANSPOSE) {
-#if ST_HAVE_SSSE3_DISPATCH
-        if (itemsize == 1 && sq == R && R >= 2 && R <= 4 && st_has_ssse3()) {
-            st_idx done = st_planes_ssse3(dst, dp, src, R, C);
-            dst += done;
-            src += done * R;
-            C -= done;
+        if (R >= 2 && R * itemsize < 16 && sq <= ST_DEINT_MAX) {
+            /* a few planes out of dense pixels (HWC -> CHW): all of C, or none when short */
+            if (st_deinterleave(itemsize, dst, dp, src, sq, R, C))
+                return;
         }
-#endif
         if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {
             st_idx done = st_interleave_bytes(dst, src, sq, R, C);
             dst += done * C;

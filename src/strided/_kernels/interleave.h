@@ -1,5 +1,8 @@
 /* Interleaves: byte planes into dense pixels (C = 2, 3, 4: RGB, RGBA, NCHW4 lanes), the
- * small-C case of a byte transpose, with SSE2 unpacks and an SSSE3 shuffle for C = 3. */
+ * small-C case of a byte transpose, with SSE2 unpacks and an SSSE3 shuffle for C = 3; and the
+ * inverse, deinterleaves: dense pixels of a few items into planes (HWC -> CHW images, NHWC ->
+ * NCHW with few channels), the small-R case of a transpose, with SSE2 packs and unpacks for
+ * two and four planes and byte shuffles (SSSE3, AVX2) for any pixel of up to 8 items. */
 #ifndef STRIDED_KERNELS_INTERLEAVE_H
 #define STRIDED_KERNELS_INTERLEAVE_H
 
@@ -43,35 +46,6 @@ static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx R)
     return r;
 }
 
-/* The inverse: dense pixels of K = 2, 3, 4 bytes into K planes, 16 pixels per step:
- * dst[k * dp + c] = src[c * K + k]. Plane k gathers byte 16v + j of input vector v when
- * 16v + j = K * pixel + k: one shuffle per (vector, plane), OR-ed together. */
-__attribute__((target("ssse3")))
-static st_idx st_planes_ssse3(char *d, st_idx dp, const char *s, st_idx K, st_idx C)
-{
-    __m128i mask[4][4], in[4];
-    st_idx c;
-    int v, k, j;
-    for (v = 0; v < K; v++)
-        for (k = 0; k < K; k++) {
-            char m[16];
-            for (j = 0; j < 16; j++) {      /* output byte j is pixel j: input byte K*j + k */
-                int at = (int)K * j + k;
-                m[j] = (at / 16 == v) ? (char)(at % 16) : (char)0x80;
-            }
-            mask[v][k] = _mm_loadu_si128((const __m128i *)(const void *)m);
-        }
-    for (c = 0; c + 16 <= C; c += 16) {
-        for (v = 0; v < K; v++) in[v] = ST_LOADU(s + c * K + 16 * v);
-        for (k = 0; k < K; k++) {
-            __m128i acc = _mm_shuffle_epi8(in[0], mask[0][k]);
-            for (v = 1; v < K; v++) acc = _mm_or_si128(acc, _mm_shuffle_epi8(in[v], mask[v][k]));
-            ST_STOREU(d + k * dp + c, acc);
-        }
-    }
-    return c;
-}
-
 static int st_has_ssse3(void) { return st_simd >= 1; }
 #else
 #define ST_HAVE_SSSE3_DISPATCH 0
@@ -104,6 +78,266 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
     if (C == 3 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, R);
 #endif
     return r;
+}
+
+/* ---- dense pixels into planes: deinterleaves ---------------------------------------------- */
+/* dst[k * dp + c] = src[c * S + k] for planes k < R <= S and pixels c < C (element strides;
+ * items of w = 1, 2 or 4 bytes; 2 <= S <= ST_DEINT_MAX): the transpose whose rows, the
+ * source's unit dim, are few: HWC -> CHW images (R = S = 3), NHWC -> NCHW with few channels,
+ * planes of RGBA. A *group* of S 16-byte vectors holds P = 16 / w whole pixels; each plane's P
+ * items are gathered from it by byte shuffles:
+ *   S = 2, 4: one shuffle a vector sorts its bytes by channel, then 64-bit (S = 2) or 32-bit
+ *             (S = 4) unpacks transpose the sorted vectors (S shuffles + 2 or 8 unpacks);
+ *   S odd:    the plane's bytes sit at distinct positions of the S vectors (P is a power of 2,
+ *             prime to S), so AVX2 blends the S vectors into one and shuffles once: S - 1
+ *             blends and one shuffle a plane;
+ *   others:   (and S odd without AVX2) S shuffles a plane, one per vector, OR-ed together.
+ * AVX2 runs two groups at once, one per 128-bit lane (shuffles stay within lanes). SSE2 alone
+ * has packs and unpacks for S = R = 2 (w = 1, 2, 4) and S = R = 4 (w = 1). The last group is
+ * moved back to end at pixel C: it rewrites a few pixels with the same values (source and
+ * destination never overlap here). Each returns the pixels done: C, or 0 when C is below a
+ * group (the caller's scalar loops take those). */
+#define ST_DEINT_MAX 8
+
+typedef struct {
+    uint8_t or_[ST_DEINT_MAX][ST_DEINT_MAX][16];   /* [v][k]: plane k's bytes of vector v */
+    uint8_t sel[ST_DEINT_MAX][ST_DEINT_MAX][16];   /* [v][k]: 0x80 where vector v holds plane k */
+    uint8_t perm[ST_DEINT_MAX][16];                /* [k]: plane k out of the blended vector */
+    uint8_t sort[16];                              /* S = 2, 4: a vector's bytes by channel */
+} st_deint_masks;
+
+/* The masks for items of 1 << lw bytes, pixels of S items, planes k < R (about 16 S steps). */
+static inline void st_deint_build(st_deint_masks *m, int lw, int S, int R)
+{
+    int q, chan = 0, pix = 0, b = 0, w = 1 << lw, per = 16 / S;
+    memset(m->or_, 0x80, (size_t)S * sizeof m->or_[0]);
+    memset(m->sel, 0, (size_t)S * sizeof m->sel[0]);
+    for (q = 0; q < 16 * S; q++) {   /* byte q of the group: byte b of item pix * S + chan */
+        if (chan < R) {
+            int j = (pix << lw) | b;   /* its byte in plane chan's vector */
+            m->or_[q >> 4][chan][j] = (uint8_t)(q & 15);
+            m->sel[q >> 4][chan][q & 15] = 0x80;
+            m->perm[chan][j] = (uint8_t)(q & 15);
+        }
+        if (q < 16 && (S == 2 || S == 4))   /* sorted: channel chan's bytes first */
+            m->sort[chan * per + ((pix << lw) | b)] = (uint8_t)q;
+        if (++b == w) {
+            b = 0;
+            if (++chan == S) {
+                chan = 0;
+                pix++;
+            }
+        }
+    }
+}
+
+#if ST_HAVE_SSSE3_DISPATCH
+#define ST_SSSE3 __attribute__((target("ssse3")))
+
+/* S = 2 or 4: sort each vector by channel, then transpose 64-bit (S = 2) or 32-bit (S = 4)
+ * pieces. out[k] is plane k's vector. */
+#define ST_DEINT_SORTED(VEC, SHUF, LO32, HI32, LO64, HI64)                                    \
+    do {                                                                                      \
+        if (S == 2) {                                                                         \
+            VEC a_ = SHUF(in[0], srt), b_ = SHUF(in[1], srt);                                  \
+            out[0] = LO64(a_, b_);                                                            \
+            out[1] = HI64(a_, b_);                                                            \
+        } else {                                                                              \
+            VEC a_ = SHUF(in[0], srt), b_ = SHUF(in[1], srt);                                  \
+            VEC c_ = SHUF(in[2], srt), e_ = SHUF(in[3], srt);                                  \
+            VEC ab0 = LO32(a_, b_), ab1 = HI32(a_, b_), ce0 = LO32(c_, e_), ce1 = HI32(c_, e_); \
+            out[0] = LO64(ab0, ce0);                                                          \
+            out[1] = HI64(ab0, ce0);                                                          \
+            out[2] = LO64(ab1, ce1);                                                          \
+            out[3] = HI64(ab1, ce1);                                                          \
+        }                                                                                     \
+    } while (0)
+
+ST_SSSE3 static inline __attribute__((always_inline))
+st_idx st_deint_ssse3_body(int lw, char *d, st_idx dpb, const char *s, const int S, const int R,
+                           st_idx C, const st_deint_masks *mk)
+{
+    const st_idx P = 16 >> lw;
+    const int sorted = (S == 2 || S == 4) && P >= S;
+    __m128i m[ST_DEINT_MAX][ST_DEINT_MAX], in[ST_DEINT_MAX], out[4];
+    __m128i srt = ST_LOADU(mk->sort);
+    st_idx c;
+    int v, k;
+    if (!sorted)
+        for (v = 0; v < S; v++)
+            for (k = 0; k < R; k++) m[v][k] = ST_LOADU(mk->or_[v][k]);
+    for (c = 0; c < C; c += P) {
+        const char *g;
+        if (c + P > C) c = C - P;
+        g = s + ((c * S) << lw);
+        for (v = 0; v < S; v++) in[v] = ST_LOADU(g + 16 * v);
+        if (sorted) {
+            ST_DEINT_SORTED(__m128i, _mm_shuffle_epi8, _mm_unpacklo_epi32, _mm_unpackhi_epi32,
+                            _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+            for (k = 0; k < R; k++) ST_STOREU(d + k * dpb + (c << lw), out[k]);
+            continue;
+        }
+        for (k = 0; k < R; k++) {
+            __m128i acc = _mm_shuffle_epi8(in[0], m[0][k]);
+            for (v = 1; v < S; v++) acc = _mm_or_si128(acc, _mm_shuffle_epi8(in[v], m[v][k]));
+            ST_STOREU(d + k * dpb + (c << lw), acc);
+        }
+    }
+    return C;
+}
+
+ST_SSSE3 static st_idx st_deint_ssse3(int lw, char *d, st_idx dpb, const char *s, int S, int R,
+                                      st_idx C)
+{
+    st_deint_masks mk;
+    if (C < (16 >> lw))
+        return 0;
+    st_deint_build(&mk, lw, S, R);
+    if (S == R && S == 2) return st_deint_ssse3_body(lw, d, dpb, s, 2, 2, C, &mk);
+    if (S == R && S == 3) return st_deint_ssse3_body(lw, d, dpb, s, 3, 3, C, &mk);
+    if (S == R && S == 4) return st_deint_ssse3_body(lw, d, dpb, s, 4, 4, C, &mk);
+    return st_deint_ssse3_body(lw, d, dpb, s, S, R, C, &mk);
+}
+#endif
+
+#if ST_HAVE_AVX2_DISPATCH
+#define ST_BCAST128(p) _mm256_broadcastsi128_si256(ST_LOADU(p))
+
+ST_AVX2 static inline __attribute__((always_inline))
+st_idx st_deint_avx2_body(int lw, char *d, st_idx dpb, const char *s, const int S, const int R,
+                          st_idx C, const st_deint_masks *mk)
+{
+    const st_idx P = 16 >> lw, step = 2 * P;
+    const int sorted = (S == 2 || S == 4) && P >= S, blend = S & 1;
+    __m256i m[ST_DEINT_MAX][ST_DEINT_MAX], pm[ST_DEINT_MAX], in[ST_DEINT_MAX], out[4];
+    __m256i srt = ST_BCAST128(mk->sort);
+    st_idx c;
+    int v, k;
+    if (!sorted)
+        for (k = 0; k < R; k++) {
+            pm[k] = ST_BCAST128(mk->perm[k]);
+            for (v = 0; v < S; v++)
+                m[v][k] = blend ? ST_BCAST128(mk->sel[v][k]) : ST_BCAST128(mk->or_[v][k]);
+        }
+    for (c = 0; c < C; c += step) {
+        const char *g;
+        if (c + step > C) c = C - step;
+        g = s + ((c * S) << lw);
+        for (v = 0; v < S; v++)   /* lane 0: this group, lane 1: the next one */
+            in[v] = _mm256_inserti128_si256(_mm256_castsi128_si256(ST_LOADU(g + 16 * v)),
+                                            ST_LOADU(g + 16 * (S + v)), 1);
+        if (sorted) {
+            ST_DEINT_SORTED(__m256i, _mm256_shuffle_epi8, _mm256_unpacklo_epi32,
+                            _mm256_unpackhi_epi32, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64);
+            for (k = 0; k < R; k++)
+                _mm256_storeu_si256((__m256i *)(void *)(d + k * dpb + (c << lw)), out[k]);
+            continue;
+        }
+        for (k = 0; k < R; k++) {
+            __m256i acc;
+            if (blend) {
+                acc = in[0];
+                for (v = 1; v < S; v++) acc = _mm256_blendv_epi8(acc, in[v], m[v][k]);
+                acc = _mm256_shuffle_epi8(acc, pm[k]);
+            } else {
+                acc = _mm256_shuffle_epi8(in[0], m[0][k]);
+                for (v = 1; v < S; v++)
+                    acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(in[v], m[v][k]));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)(d + k * dpb + (c << lw)), acc);
+        }
+    }
+    return C;
+}
+
+ST_AVX2 static st_idx st_deint_avx2(int lw, char *d, st_idx dpb, const char *s, int S, int R,
+                                    st_idx C)
+{
+    st_deint_masks mk;
+    if (C < (32 >> lw))
+        return 0;
+    st_deint_build(&mk, lw, S, R);
+    if (S == R && S == 2) return st_deint_avx2_body(lw, d, dpb, s, 2, 2, C, &mk);
+    if (S == R && S == 3) return st_deint_avx2_body(lw, d, dpb, s, 3, 3, C, &mk);
+    if (S == R && S == 4) return st_deint_avx2_body(lw, d, dpb, s, 4, 4, C, &mk);
+    return st_deint_avx2_body(lw, d, dpb, s, S, R, C, &mk);
+}
+#endif
+
+#if ST_HAVE_SSE2
+/* SSE2 alone: S = R = 2 for items of 1, 2, 4 bytes, S = R = 4 for bytes (packs of the even
+ * and odd bytes, word shuffles, float shuffles). */
+static st_idx st_deint_sse2(int lw, char *d, st_idx dpb, const char *s, int S, int R, st_idx C)
+{
+    const st_idx P = 16 >> lw;
+    const __m128i lo8 = _mm_set1_epi16(0x00FF);
+    st_idx c, o;
+    if (S != R || C < P || !(S == 2 || (S == 4 && lw == 0)))
+        return 0;
+    for (c = 0; c < C; c += P) {
+        const char *g;
+        if (c + P > C) c = C - P;
+        g = s + ((c * S) << lw);
+        o = c << lw;
+        if (S == 4) {   /* even bytes: channels 0, 2; odd: 1, 3; then again */
+            __m128i a = ST_LOADU(g), b = ST_LOADU(g + 16), e = ST_LOADU(g + 32);
+            __m128i f = ST_LOADU(g + 48);
+            __m128i ev0 = _mm_packus_epi16(_mm_and_si128(a, lo8), _mm_and_si128(b, lo8));
+            __m128i ev1 = _mm_packus_epi16(_mm_and_si128(e, lo8), _mm_and_si128(f, lo8));
+            __m128i od0 = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
+            __m128i od1 = _mm_packus_epi16(_mm_srli_epi16(e, 8), _mm_srli_epi16(f, 8));
+            ST_STOREU(d + o, _mm_packus_epi16(_mm_and_si128(ev0, lo8), _mm_and_si128(ev1, lo8)));
+            ST_STOREU(d + dpb + o,
+                      _mm_packus_epi16(_mm_and_si128(od0, lo8), _mm_and_si128(od1, lo8)));
+            ST_STOREU(d + 2 * dpb + o,
+                      _mm_packus_epi16(_mm_srli_epi16(ev0, 8), _mm_srli_epi16(ev1, 8)));
+            ST_STOREU(d + 3 * dpb + o,
+                      _mm_packus_epi16(_mm_srli_epi16(od0, 8), _mm_srli_epi16(od1, 8)));
+        } else if (lw == 0) {
+            __m128i a = ST_LOADU(g), b = ST_LOADU(g + 16);
+            ST_STOREU(d + o, _mm_packus_epi16(_mm_and_si128(a, lo8), _mm_and_si128(b, lo8)));
+            ST_STOREU(d + dpb + o, _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8)));
+        } else if (lw == 1) {   /* words 0 2 1 3 in each half, then dwords 0 2 1 3 */
+            __m128i a = ST_LOADU(g), b = ST_LOADU(g + 16);
+            a = _mm_shufflehi_epi16(_mm_shufflelo_epi16(a, 0xD8), 0xD8);
+            b = _mm_shufflehi_epi16(_mm_shufflelo_epi16(b, 0xD8), 0xD8);
+            a = _mm_shuffle_epi32(a, 0xD8);
+            b = _mm_shuffle_epi32(b, 0xD8);
+            ST_STOREU(d + o, _mm_unpacklo_epi64(a, b));
+            ST_STOREU(d + dpb + o, _mm_unpackhi_epi64(a, b));
+        } else {
+            __m128 a = _mm_castsi128_ps(ST_LOADU(g)), b = _mm_castsi128_ps(ST_LOADU(g + 16));
+            ST_STOREU(d + o, _mm_castps_si128(_mm_shuffle_ps(a, b, 0x88)));
+            ST_STOREU(d + dpb + o, _mm_castps_si128(_mm_shuffle_ps(a, b, 0xDD)));
+        }
+    }
+    return C;
+}
+#endif
+
+/* The best deinterleave this CPU runs (st_simd), for items of 1, 2 or 4 bytes and pixels of
+ * 2 <= S <= ST_DEINT_MAX items (R <= S planes; dp in items): the pixels done, C or 0. */
+static st_idx st_deinterleave(int itemsize, char *d, st_idx dp, const char *s, st_idx S,
+                              st_idx R, st_idx C)
+{
+    int lw = itemsize == 1 ? 0 : itemsize == 2 ? 1 : 2;
+    st_idx done = 0;
+    if (R < 2 || R > S || S > ST_DEINT_MAX || !(itemsize == 1 || itemsize == 2 || itemsize == 4))
+        return 0;
+#if ST_HAVE_AVX2_DISPATCH
+    if (st_simd >= 2 && (done = st_deint_avx2(lw, d, dp * itemsize, s, (int)S, (int)R, C)))
+        return done;
+#endif
+#if ST_HAVE_SSSE3_DISPATCH
+    if (st_simd >= 1 && (done = st_deint_ssse3(lw, d, dp * itemsize, s, (int)S, (int)R, C)))
+        return done;
+#endif
+#if ST_HAVE_SSE2
+    done = st_deint_sse2(lw, d, dp * itemsize, s, (int)S, (int)R, C);
+#else
+    (void)lw; (void)d; (void)dp; (void)s; (void)C;
+#endif
+    return done;
 }
 
 #endif /* STRIDED_KERNELS_INTERLEAVE_H */

@@ -23,6 +23,7 @@ from strided.layout import Layout
 __all__ = [
     "allocate",
     "check_destination",
+    "device_converter",
     "device_copier",
     "dtype_name",
     "graph_copier",
@@ -103,6 +104,16 @@ def device_copier(dst: MemoryRecord, src: MemoryRecord) -> Callable[[Any, Any, b
     """
     if dst.library == src.library == "torch" and _torch.copies_itself(dst, src):
         return _torch.device_copy
+    return None
+
+
+def device_converter(dst: MemoryRecord, src: MemoryRecord) -> Callable[..., None] | None:
+    """The library's own conversion for a pair the CPU does not copy (see
+    :func:`device_copier`), or None for a host pair. It takes ``(dst, src, share_memory)``
+    followed by the arguments of ``strided._convert.convert_memory`` after the addresses,
+    sizes and strides, and converts by the same rules."""
+    if dst.library == src.library == "torch" and _torch.copies_itself(dst, src):
+        return _torch.device_convert
     return None
 
 

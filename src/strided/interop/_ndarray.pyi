@@ -3,5 +3,14 @@
 from strided.layout import Layout
 
 def copyto_arrays(dst: object, src: object, num_threads: int | None = None) -> bool: ...
+def convert_arrays(
+    dst: object,
+    src: object,
+    casting: str,
+    scale: object,
+    shift: object,
+    axis: object,
+    num_threads: int | None = None,
+) -> bool: ...
 def buffer_address(obj: object) -> tuple[int, bool]: ...
 def layout_of_array(x: object) -> Layout | None: ...

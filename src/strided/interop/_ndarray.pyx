@@ -10,10 +10,15 @@ This module only translates: the element strides are ``_core``'s, the copy ``_co
 from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t
 
-from strided._core cimport MAX_NDIM, c_element_strides, normalized
+from strided._core cimport (
+    FLAG_PACKED, MAX_NDIM, byte_span_leaves_int64, c_element_strides, c_flags, c_overlaps,
+    default_max_work, normalized,
+)
+from strided._convert cimport convert_elements
 from strided._copy cimport copy_elements, copy_threads
 from strided.interop._tensor cimport copy_tensors
 
+from strided._convert import TYPE_NAMES, can_cast, check_pair
 from strided._copy import copyto_buffers
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
@@ -44,6 +49,29 @@ cdef extern from *:
         return PyArray_ISWRITEABLE(a) && PyArray_NDIM(a) == PyArray_NDIM(b);
     }
     static int st_exact_array(PyObject *a) { return PyArray_CheckExact(a); }
+
+    /* The conversion engine's type code (strided._convert.TYPE_NAMES) of a plain ndarray's
+     * dtype, or -1: byte-swapped, not a number, or a type the engine has no code for. */
+    static int st_type_code(PyObject *a)
+    {
+        PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)a);
+        int n = d->type_num, size = (int)PyDataType_ELSIZE(d);
+        if (!PyArray_ISNBO(d->byteorder)) return -1;
+        switch (n) {
+            case NPY_BOOL: return 0;
+            case NPY_HALF: return 9;
+            case NPY_FLOAT: return 11;
+            case NPY_DOUBLE: return 12;
+            case NPY_CFLOAT: return 13;
+            case NPY_CDOUBLE: return 14;
+        }
+        if (PyTypeNum_ISSIGNED(n))
+            return size == 1 ? 1 : size == 2 ? 2 : size == 4 ? 3 : size == 8 ? 4 : -1;
+        if (PyTypeNum_ISUNSIGNED(n))
+            return size == 1 ? 5 : size == 2 ? 6 : size == 4 ? 7 : size == 8 ? 8 : -1;
+        return -1;
+    }
+    static int st_writeable(PyObject *a) { return PyArray_ISWRITEABLE((PyArrayObject *)a); }
     static int st_ndim(PyObject *a) { return PyArray_NDIM((PyArrayObject *)a); }
     static char *st_data(PyObject *a) { return PyArray_BYTES((PyArrayObject *)a); }
     static npy_intp *st_dims(PyObject *a) { return PyArray_DIMS((PyArrayObject *)a); }
@@ -54,6 +82,8 @@ cdef extern from *:
     int st_numpy_import() except -1
     bint st_plain_pair(object d, object s)
     bint st_exact_array(object a)
+    int st_type_code(object a)
+    bint st_writeable(object a)
     int st_ndim(object a)
     char* st_data(object a)
     npy_intp* st_dims(object a)
@@ -108,6 +138,94 @@ def copyto_arrays(dst, src, num_threads=None):
         return False
     return copy_elements(st_data(dst), st_data(src), nd, sizes, dst_strides, src_strides,
                          itemsize, count, nthreads) == 0
+
+
+def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
+    """Convert ``src`` into ``dst`` when both are plain numpy arrays the conversion engine
+    takes as they are: the fast path of a converting :func:`strided.copyto`.
+
+    Returns True when it did the whole conversion, and False, having written nothing,
+    whenever the checked path must decide (it then explains any refusal): not two plain
+    ndarrays of numeric native dtypes, a read-only destination, other shapes, a cast
+    ``casting`` refuses, parameters that are not a number or a list/tuple/1-D ndarray of one
+    per channel along an int ``axis``, a destination that might overlap itself.
+    """
+    cdef int nthreads = copy_threads(num_threads)
+    cdef int i, nd, dst_code, src_code
+    cdef int64_t count = 1, length = 1, lo, hi
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t dst_strides[MAX_NDIM]
+    cdef int64_t src_strides[MAX_NDIM]
+    cdef int64_t par[MAX_NDIM]
+    cdef npy_intp* dims
+    cdef npy_intp* src_dims
+    if not (st_exact_array(dst) and st_exact_array(src)) or not st_writeable(dst):
+        return False
+    nd = st_ndim(dst)
+    dst_code = st_type_code(dst)
+    src_code = st_type_code(src)
+    if nd != st_ndim(src) or nd > MAX_NDIM or dst_code < 0 or src_code < 0:
+        return False
+    dst_type, src_type = TYPE_NAMES[dst_code], TYPE_NAMES[src_code]
+    if casting not in ("same_kind", "unsafe", "safe", "no", "equiv") or not can_cast(
+            src_type, dst_type, casting):
+        return False
+    try:
+        check_pair(dst_type, src_type, scale is not None or shift is not None)
+    except TypeError:
+        return False
+    dims = st_dims(dst)
+    src_dims = st_dims(src)
+    for i in range(nd):
+        if dims[i] != src_dims[i]:
+            return False
+        sizes[i] = dims[i]
+        count *= dims[i]
+        dst_strides[i] = st_strides(dst)[i]
+        src_strides[i] = st_strides(src)[i]
+        par[i] = 0
+    if (c_element_strides(nd, sizes, dst_strides, st_itemsize(dst), count)
+            or c_element_strides(nd, sizes, src_strides, st_itemsize(src), count)
+            or byte_span_leaves_int64(nd, sizes, dst_strides, st_itemsize(dst), &lo, &hi)
+            or byte_span_leaves_int64(nd, sizes, src_strides, st_itemsize(src), &lo, &hi)):
+        return False
+    if (count and not c_flags(nd, sizes, dst_strides) & FLAG_PACKED
+            and c_overlaps(nd, sizes, dst_strides, default_max_work()) != 0):
+        return False      # overlapping or undecided: the checked path explains
+    vector = _vector(scale) or _vector(shift)
+    if vector < 0:
+        return False
+    if vector:
+        if axis is None and nd == 1:
+            axis = 0
+        if type(axis) is not int or not -nd <= axis < nd:
+            return False
+        axis %= nd
+        length = sizes[axis]
+        if _length(scale, length) or _length(shift, length):
+            return False
+        par[axis] = 1
+    elif axis is not None:
+        return False      # the checked path validates a useless axis too
+    convert_elements(st_data(dst), st_data(src), nd, sizes, dst_strides, src_strides, dst_code,
+                     src_code, scale, shift, par, length, count, nthreads)
+    return True
+
+
+cdef int _vector(object value):
+    """0 for None or a number, 1 for a vector the fast path takes, -1 for anything else."""
+    if value is None or type(value) is float or type(value) is int:
+        return 0
+    if type(value) is list or type(value) is tuple:
+        return 1
+    if st_exact_array(value):
+        return 1 if st_ndim(value) == 1 else (0 if st_ndim(value) == 0 else -1)
+    return -1
+
+
+cdef bint _length(object value, int64_t length):
+    """Whether a vector argument has a length other than the channel axis's."""
+    return _vector(value) == 1 and len(value) != length
 
 
 def buffer_address(obj):

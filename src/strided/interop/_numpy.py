@@ -24,7 +24,8 @@ _NUMPY_KINDS = {code: kind for kind, code in _DLPACK_CODES.items()}
 def _dlpack_dtype(dtype: np.dtype) -> tuple[int, int, int] | None:
     """DLPack's (code, bits, lanes) for numpy's dtype; DLPack types are native-endian.
     ml_dtypes' bfloat16 is DLPack's bfloat16."""
-    if dtype.name == "bfloat16" and dtype.itemsize == 2 and dtype.type.__module__ == "ml_dtypes":
+    if dtype.kind == "V" and dtype.itemsize == 2 and dtype.type.__module__ == "ml_dtypes" \
+            and dtype.name == "bfloat16":
         return DLPACK_TYPES["bfloat16"]
     code = _DLPACK_CODES.get(dtype.kind) if dtype.isnative else None
     return None if code is None else (code, 8 * dtype.itemsize, 1)

@@ -12,7 +12,8 @@ from typing import Any
 from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord
 from strided.layout import Layout
 
-__all__ = ["allocate", "check_destination", "copies_itself", "describe", "device_copy",
+__all__ = ["allocate", "check_destination", "copies_itself", "describe", "device_convert",
+           "device_copy",
            "graph_copier", "is_tensor", "refuse_raw_copy", "resolve_dtype", "resolved", "view",
            "written"]
 
@@ -52,6 +53,81 @@ def device_copy(dst: Any, src: Any, share_memory: bool) -> None:
         if share_memory:
             src = src.clone()
         dst.copy_(src)
+
+
+_WIDE_SOURCES = frozenset({"int32", "int64", "uint32", "uint64", "float64"})
+_INTEGERS = frozenset(name for name in DLPACK_TYPES if "int" in name)
+
+
+def device_convert(dst: Any, src: Any, share_memory: bool, dst_type: str, src_type: str,
+                   scale: Any, shift: Any, param_strides: Any, param_length: int) -> None:
+    """The conversion of the host path (``strided._convert.convert_memory``, the same
+    arguments after the tensors) done with torch ops on the tensors' device, by the same rules:
+    the affine step in float32/float64 as two ops (no fused multiply-add), integers rounded
+    half to even (or truncated by a plain cast), saturated, NaN as 0; anything else is torch's
+    own cast, which rounds floats to nearest even as the host path does.
+
+    copyto has checked the pair as on the host; dst is written outside autograd, and a source
+    sharing memory with it is cloned first.
+    """
+    torch = sys.modules["torch"]
+    with torch.no_grad():
+        if share_memory:
+            src = src.clone()
+        affine = scale is not None or shift is not None
+        integer_dst = dst_type in _INTEGERS
+        if affine:
+            ct = torch.float64 if src_type in _WIDE_SOURCES else torch.float32
+            t = src.to(ct)
+            if scale is not None:
+                t = t * _parameter(torch, scale, ct, src, param_strides)
+            if shift is not None:
+                t = t + _parameter(torch, shift, ct, src, param_strides)
+            if integer_dst:
+                t = t.round()                   # half to even
+        elif integer_dst and src.is_floating_point():
+            t = src.to(torch.float64).trunc()   # exact for every float type
+        elif dst_type == "float16" and src.dtype == torch.float64:
+            t = src
+        else:
+            dst.copy_(src)
+            return
+        if integer_dst:
+            t = _saturated(torch, t.to(torch.float64), getattr(torch, dst_type))
+        elif dst_type == "float16" and t.dtype == torch.float64:
+            t = _rounded_to_odd_float32(torch, t)   # torch's float64 -> float16 rounds twice
+        dst.copy_(t)
+
+
+def _rounded_to_odd_float32(torch: Any, t: Any) -> Any:
+    """float64 values as float32 rounded to odd: exact values stay, inexact ones take the
+    neighbour whose last bit is 1. float32 keeps more than float16's 11 bits + 2, so rounding
+    that to float16 (to nearest even, as torch does) gives the float64 value rounded once, as
+    numpy and the host path do."""
+    f = t.to(torch.float32)
+    inexact = f.to(torch.float64) != t
+    even = (f.view(torch.int32) & 1) == 0
+    toward = torch.where(f.to(torch.float64) < t, float("inf"), float("-inf")).to(torch.float32)
+    return torch.where(inexact & even, torch.nextafter(f, toward), f)
+
+
+def _parameter(torch: Any, value: Any, ct: Any, like: Any, strides: Any) -> Any:
+    """A scale or shift as a tensor of the compute type on like's device: 0-d for a number,
+    else the vector laid over like's sizes with ``strides`` (its channel axis)."""
+    if not isinstance(value, list):
+        return torch.tensor(float(value), dtype=ct, device=like.device)
+    vector = torch.tensor([float(v) for v in value], dtype=ct, device=like.device)
+    return torch.as_strided(vector, like.shape, strides)
+
+
+def _saturated(torch: Any, t: Any, dtype: Any) -> Any:
+    """Integral float64 values as ``dtype``: NaN as 0, the rest clamped to its range (the
+    bounds of 64-bit types are not doubles: values at 2^63 / 2^64 and beyond take the max)."""
+    info = torch.iinfo(dtype)
+    t = torch.nan_to_num(t, nan=0.0, posinf=float(info.max), neginf=float(info.min))
+    too_big = t >= float(info.max)
+    out = t.clamp(float(info.min), float(info.max)).to(dtype)
+    return torch.where(too_big, torch.tensor(info.max, dtype=dtype, device=t.device), out)
 
 
 def _copy_in_graph(dst: Any, src: Any) -> None:

@@ -1,0 +1,159 @@
+"""The conversion engine's plans, each forced: staged tiles converting first or last, tiles
+smaller than the block, whole runs with unrolled per-channel periods, rows, flipped dims, and
+threads. Values stay in every type's range, so numpy's astype (and its two-step affine formula)
+is the exact oracle."""
+
+import numpy as np
+import pytest
+
+import strided as st
+from strided import _convert
+
+
+@pytest.fixture(params=[(131072, 64, 0), (4096, 16, 0), (4096, 16, 1), (131072, 64, 1)],
+                ids=["default", "small-tiles", "small-tiles-convert-last", "convert-last"])
+def plan(request):
+    old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
+                         convert_last=request.param[2])
+    yield request.param
+    _convert._tune(*old)
+
+
+def _expected(src, dtype, scale=None, shift=None, axis=None):
+    if scale is None and shift is None:
+        return src.astype(dtype)
+    ct = np.result_type(src.dtype, np.float32)
+    t = src.astype(ct)
+    shape = [1] * src.ndim
+    if axis is not None:
+        shape[axis] = -1
+    if scale is not None:
+        t = t * np.asarray(scale, ct).reshape(shape if np.ndim(scale) else ())
+    if shift is not None:
+        t = t + np.asarray(shift, ct).reshape(shape if np.ndim(shift) else ())
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        t = np.clip(np.rint(np.nan_to_num(t, nan=0.0)), info.min, info.max)
+    return t.astype(dtype)
+
+
+CASES = [  # (src dtype, dst dtype, affine)
+    ("uint8", "float32", True), ("float32", "int8", True), ("float32", "float16", False),
+    ("float64", "float32", False), ("int16", "float64", True), ("float32", "uint8", False),
+    ("int8", "float32", True), ("float16", "float32", False), ("int32", "int64", False),
+]
+
+
+@pytest.mark.parametrize(("src_dtype", "dst_dtype", "affine"), CASES)
+@pytest.mark.parametrize("direction", ["NHWC->NCHW", "NCHW->NHWC", "HWC->CHW", "reversed",
+                                       "rows"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_plan_gives_numpy_values(plan, src_dtype, dst_dtype, affine, direction,
+                                       threads):
+    rng = np.random.default_rng(7)
+    if direction == "HWC->CHW":
+        logical = (37, 29, 3)
+        src = rng.integers(0, 100, logical).astype(src_dtype)
+        dst_full = np.zeros((3, 37, 29), dst_dtype)
+        dst = dst_full.transpose(1, 2, 0)
+        axis = 2
+    else:
+        shape = (3, 5, 17, 19)
+        low = 0 if "uint" in src_dtype + dst_dtype else -60    # in every type's range
+        base = rng.integers(low, 100, shape).astype(src_dtype)
+        dst_full = np.zeros(shape, dst_dtype)
+        if direction == "NHWC->NCHW":
+            src = np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+            dst = dst_full
+        elif direction == "NCHW->NHWC":
+            src = base
+            dst_full = np.zeros((3, 17, 19, 5), dst_dtype)
+            dst = dst_full.transpose(0, 3, 1, 2)
+        elif direction == "reversed":
+            src = base[:, ::-1, :, ::-1]
+            dst = dst_full[::-1, :, ::-1]
+        else:
+            src = base
+            dst = dst_full
+        axis = 1
+    scale = shift = None
+    if affine:
+        scale = np.linspace(0.25, 1.5, dst.shape[axis])
+        shift = 0.5
+    kwargs = {"scale": scale, "shift": shift, "axis": axis} if affine else {}
+    st.copyto(dst, src, casting="unsafe", num_threads=threads, **kwargs)
+    want = _expected(src, dst_dtype, scale, shift, axis if affine else None)
+    assert np.array_equal(dst, want)
+    assert dst.dtype == want.dtype
+
+
+def test_thread_count_does_not_change_a_bit():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 64, 33, 35)).astype(np.float32) * 50
+    outs = []
+    for threads in (1, 2, 3):
+        y = np.zeros((4, 33, 35, 64), np.int8)
+        st.copyto(y.transpose(0, 3, 1, 2), x, casting="unsafe", scale=np.arange(64) / 7,
+                  shift=-3.0, axis=1, num_threads=threads)
+        outs.append(y)
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+@pytest.mark.parametrize("case", ["plain", "vector", "scalar", "reversed", "numpy params"])
+def test_numpy_fast_path_and_checked_path_agree(monkeypatch, case):
+    """copyto's compiled numpy conversion path gives the checked path's bits."""
+    from strided import copy as strided_copy
+
+    rng = np.random.default_rng(11)
+    src = rng.integers(0, 256, (13, 17, 3)).astype(np.uint8)
+    kwargs = {
+        "plain": {},
+        "vector": {"scale": [0.1, 0.2, 0.3], "shift": (1.0, -2.0, 0.5), "axis": -1},
+        "scalar": {"scale": 1 / 255, "shift": -0.5},
+        "reversed": {"scale": [0.1, 0.2, 0.3], "axis": 2},
+        "numpy params": {"scale": np.array([0.5, 1.5, 2.5]), "shift": np.float32(3), "axis": 2},
+    }[case]
+    if case == "reversed":
+        src = src[::-1, :, ::-1]
+    results = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+        out = np.zeros((3, 13, 17), np.float32)
+        st.copyto(out.transpose(1, 2, 0), src, **kwargs)
+        results.append(out)
+    assert np.array_equal(results[0].view(np.uint32), results[1].view(np.uint32))
+
+
+def test_numpy_fast_path_declines_what_it_cannot_decide():
+    """Refusals still come from the checked path, with its messages; nothing is written."""
+    from strided.interop._ndarray import convert_arrays
+
+    f = np.ones((2, 3), np.float32)
+    assert not convert_arrays(np.zeros((2, 3), np.int8), f, "same_kind", None, None, None)
+    assert not convert_arrays(np.zeros((2, 3), np.float64), f.astype(np.complex64),
+                              "unsafe", None, None, None)
+    assert not convert_arrays(np.zeros((2, 3)), f, "same_kind", [1.0, 2.0], None, 1)
+    assert not convert_arrays(np.zeros((2, 3)), f, "same_kind", [1.0, 2.0, 3.0], None, None)
+    assert not convert_arrays(np.zeros((2, 3)), f, "same_kind", None, None, 0)
+    overlapping = np.lib.stride_tricks.as_strided(np.zeros(4), (2, 3), (8, 8), writeable=True)
+    assert not convert_arrays(overlapping, f, "same_kind", None, None, None)
+    with pytest.raises(ValueError, match="overlap"):
+        st.copyto(overlapping, f)
+    readonly = np.zeros((2, 3))
+    readonly.flags.writeable = False
+    assert not convert_arrays(readonly, f, "same_kind", None, None, None)
+    assert convert_arrays(np.zeros((2, 3)), f, "same_kind", None, None, None)
+
+
+def test_dlpack_libraries_get_converted_results_of_their_own():
+    xp = pytest.importorskip("array_api_strict")
+    a = xp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5)
+    b = st.relayout(a, "F", dtype=xp.int16, scale=2.0)
+    assert type(b) is type(a) and b.dtype == xp.int16
+    assert np.array_equal(np.from_dlpack(b), np.array([[-5, -3, -1], [1, 3, 5]], np.int16))
+    with pytest.raises(TypeError, match="bfloat16"):
+        st.relayout(a, "C", dtype="bfloat16")
+    dst = xp.zeros((2, 3), dtype=xp.float64)
+    st.copyto(dst, a)
+    assert np.array_equal(np.from_dlpack(dst), np.from_dlpack(a).astype(np.float64))
