@@ -845,7 +845,7 @@ def run_config(case: Case, config: Config, *, threads: int, repeat: int, sample_
 
 
 def run(cases: Sequence[Case], *, libs: Libraries, threads: Sequence[int] = THREADS,
-        repeat: int = 9, sample_ms: float = 5.0, quick: bool = False,
+        repeat: int = 15, sample_ms: float = 5.0, quick: bool = False,
         progress: Callable[[str], None] | None = None) -> list[Result]:
     """Every config of every case, at every thread count; torch's and cv2's thread counts are
     restored afterwards."""
@@ -1036,7 +1036,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> in
                     "threads; every result is checked against a reference before timing.",
         epilog="cases: " + ", ".join(f"{c.name} ({c.title.split('. ', 1)[1].split(',')[0]})"
                                      for c in CASES)
-               + ". Default: every case at full size, 9 samples (~2-3 minutes on 2 cores); "
+               + ". Default: every case at full size, 15 samples (~1 minute on 2 cores); "
                  "--quick: tiny sizes, 3 samples of ~1 ms (seconds).",
     )
     parser.add_argument("--cases", type=_list, metavar="NAME,...",
@@ -1057,7 +1057,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> in
     except ValueError as exc:
         parser.error(str(exc))
     threads = args.threads or list(THREADS)
-    repeat = args.repeat if args.repeat is not None else (3 if args.quick else 9)
+    repeat = args.repeat if args.repeat is not None else (3 if args.quick else 15)
     sample_ms = args.sample_ms if args.sample_ms is not None else (1.0 if args.quick else 5.0)
     check_sampling(parser, repeat, sample_ms)
 
