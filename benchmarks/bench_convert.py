@@ -7,7 +7,7 @@ Usage::
                                        [--sample-ms MS] [--quick] [--no-torch] [--no-cv2]
                                        [--markdown]
 
-With no options: every case at full size, 1 and 2 threads, 15 samples (~2-3 minutes on 2 cores).
+With no options: every case at full size, 1 and 2 threads, 15 samples (~1 minute on 2 cores).
 A thin wrapper: the benchmark lives in the installed package (:mod:`strided._cli.bench_convert`),
 so that ``python -m strided bench convert`` runs the same code. See ``benchmarks/README.md``.
 """
