@@ -10,8 +10,10 @@ import strided as st
 from strided import _convert
 
 
-@pytest.fixture(params=[(131072, 64, 0), (4096, 16, 0), (4096, 16, 1), (131072, 64, 1)],
-                ids=["default", "small-tiles", "small-tiles-convert-last", "convert-last"])
+@pytest.fixture(params=[(131072, 64, -1), (4096, 16, 0), (4096, 16, 1), (131072, 64, 0),
+                        (131072, 64, 1)],
+                ids=["default", "small-tiles-convert-first", "small-tiles-convert-last",
+                     "convert-first", "convert-last"])
 def plan(request):
     old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
                          convert_last=request.param[2])
