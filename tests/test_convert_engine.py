@@ -10,13 +10,14 @@ import strided as st
 from strided import _convert
 
 
-@pytest.fixture(params=[(131072, 64, -1), (4096, 16, 0), (4096, 16, 1), (131072, 64, 0),
-                        (131072, 64, 1)],
+@pytest.fixture(params=[(131072, 64, -1, -1), (4096, 16, 0, 0), (4096, 16, 1, 0),
+                        (131072, 64, 0, 0), (131072, 64, 1, 0), (131072, 64, -1, 1)],
                 ids=["default", "small-tiles-convert-first", "small-tiles-convert-last",
-                     "convert-first", "convert-last"])
+                     "convert-first", "convert-last", "staged"])
 def plan(request):
     old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
-                         convert_last=request.param[2])
+                         convert_last=request.param[2], stage=request.param[3],
+                         stage_chunk=1024)
     yield request.param
     _convert._tune(*old)
 
@@ -159,3 +160,19 @@ def test_dlpack_libraries_get_converted_results_of_their_own():
     dst = xp.zeros((2, 3), dtype=xp.float64)
     st.copyto(dst, a)
     assert np.array_equal(np.from_dlpack(dst), np.from_dlpack(a).astype(np.float64))
+
+
+@pytest.mark.parametrize("fmt", ["NCHW4", "NCHW32", "CHWN4"])
+@pytest.mark.parametrize("channels", [8, 37, 64])
+def test_every_plan_quantizes_blocked_per_channel(plan, fmt, channels):
+    """Per-channel parameters across the blocked pieces (the channel axis split in two dims)
+    under every plan, the staged chunks included."""
+    rng = np.random.default_rng(channels)
+    x = (rng.standard_normal((3, channels, 9, 11)) * 30).astype(np.float32)
+    scale = np.linspace(0.5, 2.0, channels)
+    shift = np.linspace(-3.0, 3.0, channels)
+    q = st.to_blocked(x, fmt, dtype=np.int8, scale=scale, shift=shift)
+    want = _expected(x, np.int8, scale, shift, axis=1)
+    assert np.array_equal(st.from_blocked(q, fmt, channels=channels), want)
+    back = st.from_blocked(q, fmt, channels=channels, dtype=np.float32, scale=1 / scale)
+    assert np.array_equal(back, _expected(want, np.float32, 1 / scale, None, axis=1))

@@ -26,7 +26,9 @@ def _tune(
     period_items: int | None = None,
     tile_columns: int | None = None,
     convert_last: int | None = None,
-) -> tuple[int, int, int, int]: ...
+    stage: int | None = None,
+    stage_chunk: int | None = None,
+) -> tuple[int, int, int, int, int, int]: ...
 
 CASTINGS: tuple[str, ...]
 
