@@ -10,14 +10,15 @@ import strided as st
 from strided import _convert
 
 
-@pytest.fixture(params=[(131072, 64, -1, -1), (4096, 16, 0, 0), (4096, 16, 1, 0),
-                        (131072, 64, 0, 0), (131072, 64, 1, 0), (131072, 64, -1, 1)],
+@pytest.fixture(params=[(131072, 64, -1, -1, True), (4096, 16, 0, 0, True),
+                        (4096, 16, 1, 0, False), (131072, 64, 0, 0, True),
+                        (131072, 64, 1, 0, False), (131072, 64, -1, 1, True)],
                 ids=["default", "small-tiles-convert-first", "small-tiles-convert-last",
                      "convert-first", "convert-last", "staged"])
 def plan(request):
     old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
                          convert_last=request.param[2], stage=request.param[3],
-                         stage_chunk=1024)
+                         stage_chunk=1024, planes=request.param[4])
     yield request.param
     _convert._tune(*old)
 
@@ -48,16 +49,17 @@ CASES = [  # (src dtype, dst dtype, affine)
 
 
 @pytest.mark.parametrize(("src_dtype", "dst_dtype", "affine"), CASES)
-@pytest.mark.parametrize("direction", ["NHWC->NCHW", "NCHW->NHWC", "HWC->CHW", "reversed",
-                                       "rows"])
+@pytest.mark.parametrize("direction", ["NHWC->NCHW", "NCHW->NHWC", "HWC->CHW", "HWC4->CHW",
+                                       "reversed", "rows"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_every_plan_gives_numpy_values(plan, src_dtype, dst_dtype, affine, direction,
                                        threads):
     rng = np.random.default_rng(7)
-    if direction == "HWC->CHW":
-        logical = (37, 29, 3)
+    if direction in ("HWC->CHW", "HWC4->CHW"):
+        c = 3 if direction == "HWC->CHW" else 4
+        logical = (37, 29, c)
         src = rng.integers(0, 100, logical).astype(src_dtype)
-        dst_full = np.zeros((3, 37, 29), dst_dtype)
+        dst_full = np.zeros((c, 37, 29), dst_dtype)
         dst = dst_full.transpose(1, 2, 0)
         axis = 2
     else:
@@ -176,3 +178,27 @@ def test_every_plan_quantizes_blocked_per_channel(plan, fmt, channels):
     assert np.array_equal(st.from_blocked(q, fmt, channels=channels), want)
     back = st.from_blocked(q, fmt, channels=channels, dtype=np.float32, scale=1 / scale)
     assert np.array_equal(back, _expected(want, np.float32, 1 / scale, None, axis=1))
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("channels", [3, 4])
+@pytest.mark.parametrize("width", [1, 15, 16, 17, 33, 257])
+def test_image_planes_at_every_simd_level(level, channels, width):
+    """HWC uint8 -> CHW float32 straight to planes: odd widths (vector tails), a padded
+    destination row, both channel counts, every SIMD level; per-channel and scalar."""
+    from strided import _copy
+
+    rng = np.random.default_rng(width)
+    img = rng.integers(0, 256, (5, width, channels)).astype(np.uint8)
+    scale = np.linspace(0.01, 0.02, channels)
+    for kwargs in ({"scale": scale, "shift": -scale * 100, "axis": 2}, {"scale": 0.5}, {}):
+        old = _copy._simd(level)
+        try:
+            out = np.full((channels, 5, width + 3), -7.0, np.float32)
+            st.copyto(out[:, :, :width].transpose(1, 2, 0), img, **kwargs)
+        finally:
+            _copy._simd(-1)
+        want = _expected(img, np.float32, kwargs.get("scale"), kwargs.get("shift"),
+                         kwargs.get("axis"))
+        assert np.array_equal(out[:, :, :width].transpose(1, 2, 0), want), (old, kwargs)
+        assert (out[:, :, width:] == -7.0).all()

@@ -28,7 +28,8 @@ def _tune(
     convert_last: int | None = None,
     stage: int | None = None,
     stage_chunk: int | None = None,
-) -> tuple[int, int, int, int, int, int]: ...
+    planes: bool | None = None,
+) -> tuple[int, int, int, int, int, int, bool]: ...
 
 CASTINGS: tuple[str, ...]
 

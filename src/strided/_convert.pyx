@@ -63,6 +63,10 @@ cdef extern from "_kernels/convert.h":
         int dtype
         int mode
         st_fused_fn fused
+    ctypedef void (*st_planes_fn)(char* d, Py_ssize_t dp, const char* s, Py_ssize_t n,
+                                  const void* scale, const void* shift,
+                                  Py_ssize_t pp) noexcept nogil
+    st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd) noexcept nogil
     const int* st_type_size
     int st_cvt_init() noexcept nogil
     st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd) noexcept nogil
@@ -128,6 +132,7 @@ cdef int64_t _ROW_BYTES = 64 * 1024    # bytes of a block of rows
 cdef int64_t _THREAD_BYTES = 256 * 1024   # each extra thread needs this much work
 cdef int64_t _NOGIL_BYTES = 16 * 1024  # smaller conversions keep the GIL
 cdef int64_t _PERIOD_ITEMS = 512       # an unrolled period of per-channel parameters
+cdef bint _PLANES = True               # dense uint8 pixels go straight to float32 planes
 cdef int _CONVERT_LAST = -1            # -1: widening transposes convert last; 0 never, 1 always
 
 ctypedef struct ConvertPlan:
@@ -145,6 +150,7 @@ ctypedef struct ConvertPlan:
     int64_t nbytes                            # bytes read + written
     bint outer_params                         # some outer dim moves the parameters
     bint convert_last      # a transpose's tile is transposed in the source's type first
+    st_planes_fn planes    # dense pixels straight to planes (no tile), or NULL
     int64_t tsz            # bytes of a staged tile's items
     const char* scale
     const char* shift
@@ -236,6 +242,12 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     P.convert_last = P.kind == _TRANSPOSE and (
         P.dsz > P.ssz if _CONVERT_LAST < 0 else _CONVERT_LAST == 1)
     P.tsz = P.ssz if P.convert_last else P.dsz
+    # Dense pixels of 3 or 4 uint8 channels to float32 planes (an image loader's HWC -> CHW)
+    # go in one pass, without a tile (measured 2x faster at 1080x1920).
+    P.planes = NULL
+    if (P.kind == _TRANSPOSE and P.convert_last and P.sq == P.R and P.pq == 0
+            and P.pp in (0, 1) and _PLANES):
+        P.planes = st_cvt_planes(P.op.stype, P.op.dtype, P.op.mode, <int>P.R, simd_level())
     if P.kind == _TRANSPOSE:
         # Tiles in L2: whole source runs when they are short (an image's 3 channels), else
         # _TILE_COLUMNS destination columns by source runs as long as the tile allows. Long
@@ -352,6 +364,9 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
         for r in range(h):
             st_cvt_row(op, dst + r * P.dp * P.dsz, P.dq, src + r * P.sp * P.ssz, P.sq, w,
                        scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
+        return
+    if P.planes != NULL and h == P.R:
+        P.planes(dst, P.dp * P.dsz, src, w, scale, shift, P.pp)
         return
     if P.convert_last:
         # transpose the source's items into `tile` (rows of w, the destination's order), then
@@ -783,13 +798,18 @@ cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) exc
 
 
 def _tune(tile_bytes=None, period_items=None, tile_columns=None, convert_last=None,
-          stage=None, stage_chunk=None):
+          stage=None, stage_chunk=None, planes=None):
     """Set the staging tile's bytes, the unrolled parameter period, the tile's columns and
     whether transposes convert last (-1: when widening, 0: never, 1: always), whether they
-    go through a staged chunk (-1: large narrowing ones, 0: never, 1: always) and its bytes;
-    return the previous values. For benchmarks and tests."""
+    go through a staged chunk (-1: large narrowing ones, 0: never, 1: always) and its bytes,
+    and whether dense uint8 pixels go straight to float32 planes; return the previous values.
+    For benchmarks and tests."""
     global _TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK
-    old = (_TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK)
+    global _PLANES
+    old = (_TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK,
+           _PLANES)
+    if planes is not None:
+        _PLANES = bool(planes)
     if stage is not None:
         _STAGE = max(-1, min(1, int(stage)))
     if stage_chunk is not None:

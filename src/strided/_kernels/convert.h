@@ -710,6 +710,60 @@ __attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char
 { st_f32_bytes_avx2(d, s, n, scale, shift, ps, 0, 1); }
 #endif
 
+/* ---- dense uint8 pixels of 3 or 4 channels -> float32 planes, in one pass --------------------
+ * The image loader's conversion (HWC uint8 -> CHW float32, per-channel affine): plane r gets
+ * out_r[i] = (float)px[i * R + r] * a_r + b_r. Written so that the compiler vectorises the
+ * de-interleave and the conversion together (measured at 1080x1920: as fast as a contiguous
+ * uint8 -> float32 cast of the same bytes, against 2x that through a staged tile). `dp`: bytes
+ * between planes; parameters of plane r at scale[r * pp], shift[r * pp] (a plain cast passes
+ * 1 and -0.0, which change no value). */
+
+typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, const void *scale,
+                             const void *shift, st_cidx pp);
+
+#define ST_DEF_PLANES(SUFFIX, ATTR)                                                           \
+    ATTR static void st_planes3_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
+                                         const void *scale, const void *shift, st_cidx pp)    \
+    {                                                                                         \
+        const uint8_t *px = (const uint8_t *)s;                                               \
+        const float *a = (const float *)scale, *c = (const float *)shift;                     \
+        float *restrict o0 = (float *)(void *)d, *restrict o1 = (float *)(void *)(d + dp);    \
+        float *restrict o2 = (float *)(void *)(d + 2 * dp);                                   \
+        const float a0 = a[0], a1 = a[pp], a2 = a[2 * pp];                                    \
+        const float c0 = c[0], c1 = c[pp], c2 = c[2 * pp];                                    \
+        for (st_cidx i = 0; i < n; i++) {                                                     \
+            float t0 = (float)px[3 * i] * a0, t1 = (float)px[3 * i + 1] * a1;                 \
+            float t2 = (float)px[3 * i + 2] * a2;                                             \
+            o0[i] = t0 + c0;                                                                  \
+            o1[i] = t1 + c1;                                                                  \
+            o2[i] = t2 + c2;                                                                  \
+        }                                                                                     \
+    }                                                                                         \
+    ATTR static void st_planes4_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
+                                         const void *scale, const void *shift, st_cidx pp)    \
+    {                                                                                         \
+        const uint8_t *px = (const uint8_t *)s;                                               \
+        const float *a = (const float *)scale, *c = (const float *)shift;                     \
+        float *restrict o0 = (float *)(void *)d, *restrict o1 = (float *)(void *)(d + dp);    \
+        float *restrict o2 = (float *)(void *)(d + 2 * dp);                                   \
+        float *restrict o3 = (float *)(void *)(d + 3 * dp);                                   \
+        const float a0 = a[0], a1 = a[pp], a2 = a[2 * pp], a3 = a[3 * pp];                    \
+        const float c0 = c[0], c1 = c[pp], c2 = c[2 * pp], c3 = c[3 * pp];                    \
+        for (st_cidx i = 0; i < n; i++) {                                                     \
+            float t0 = (float)px[4 * i] * a0, t1 = (float)px[4 * i + 1] * a1;                 \
+            float t2 = (float)px[4 * i + 2] * a2, t3 = (float)px[4 * i + 3] * a3;             \
+            o0[i] = t0 + c0;                                                                  \
+            o1[i] = t1 + c1;                                                                  \
+            o2[i] = t2 + c2;                                                                  \
+            o3[i] = t3 + c3;                                                                  \
+        }                                                                                     \
+    }
+
+ST_DEF_PLANES(base, )
+#if ST_CVT_X86_GNU
+ST_DEF_PLANES(avx2, __attribute__((target("avx2"))))
+#endif
+
 /* What the CPU has, found once when _convert is imported (its own libgcc CPU model). */
 static int st_cvt_has_avx2 = 0, st_cvt_has_f16c = 0;
 
@@ -721,6 +775,20 @@ static int st_cvt_init(void)
     st_cvt_has_f16c = st_cvt_has_avx2 && __builtin_cpu_supports("f16c") != 0;
 #endif
     return st_cvt_has_avx2 + st_cvt_has_f16c;
+}
+
+/* The planes kernel for R planes of a (src, dst, mode) triple, or NULL. */
+static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd)
+{
+    int wide = 0;
+    if (stype != ST_U8 || dtype != ST_F32 || mode == ST_CVT_AFF64 || (R != 3 && R != 4))
+        return NULL;
+#if ST_CVT_X86_GNU
+    wide = simd >= 2 && st_cvt_has_avx2;
+    if (wide) return R == 3 ? st_planes3_avx2 : st_planes4_avx2;
+#endif
+    (void)simd; (void)wide;
+    return R == 3 ? st_planes3_base : st_planes4_base;
 }
 
 /* The fused row for a (src, dst, mode) triple at a SIMD level (2: AVX2 and F16C where the CPU
