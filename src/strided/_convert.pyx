@@ -461,16 +461,30 @@ cdef int _load_params(object value, str name, int64_t length, int64_t ct, char* 
         for i in range(length):
             _store_ct(out, i, v, ct)
         return 0
-    try:
-        items = list(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a real number or a 1-D sequence of them, got "
-                        f"{type(value).__name__}") from None
+    items = _items(value, name)
     if len(items) != length:
         raise ValueError(f"{name} has {len(items)} values but the channel axis has {length}")
     for i in range(length):
-        _store_ct(out, i, _real(items[i], f"{name}[{i}]"), ct)
+        item = items[i]
+        _store_ct(out, i, item if type(item) is float else _real(item, f"{name}[{i}]"), ct)
     return 0
+
+
+cdef list _items(object value, str name):
+    """The values of a parameter vector as a list. A 1-D numpy array or tensor of a real
+    dtype is read in one ``tolist()`` (exact Python floats; its dtype checked once, not per
+    value); anything else element by element."""
+    kind = str(getattr(value, "dtype", ""))
+    if kind and getattr(value, "ndim", None) == 1 and hasattr(value, "tolist"):
+        if "complex" in kind or "bool" in kind:
+            raise TypeError(f"{name} must hold real numbers, got dtype {kind}")
+        if "float" in kind or "int" in kind:
+            return list(value.tolist())
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a real number or a 1-D sequence of them, got "
+                        f"{type(value).__name__}") from None
 
 
 cdef bint _is_real(object value):
