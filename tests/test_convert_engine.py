@@ -183,13 +183,15 @@ def test_every_plan_quantizes_blocked_per_channel(plan, fmt, channels):
 @pytest.mark.parametrize("level", [0, 1, 2])
 @pytest.mark.parametrize("channels", [3, 4])
 @pytest.mark.parametrize("width", [1, 15, 16, 17, 33, 257])
-def test_image_planes_at_every_simd_level(level, channels, width):
-    """HWC uint8 -> CHW float32 straight to planes: odd widths (vector tails), a padded
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_image_planes_at_every_simd_level(level, channels, width, dtype):
+    """HWC 8-bit -> CHW float32 straight to planes: odd widths (vector tails), a padded
     destination row, both channel counts, every SIMD level; per-channel and scalar."""
     from strided import _copy
 
     rng = np.random.default_rng(width)
-    img = rng.integers(0, 256, (5, width, channels)).astype(np.uint8)
+    img = rng.integers(-128 if dtype == "int8" else 0, 128 if dtype == "int8" else 256,
+                       (5, width, channels)).astype(dtype)
     scale = np.linspace(0.01, 0.02, channels)
     for kwargs in ({"scale": scale, "shift": -scale * 100, "axis": 2}, {"scale": 0.5}, {}):
         old = _copy._simd(level)

@@ -710,7 +710,7 @@ __attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char
 { st_f32_bytes_avx2(d, s, n, scale, shift, ps, 0, 1); }
 #endif
 
-/* ---- dense uint8 pixels of 3 or 4 channels -> float32 planes, in one pass --------------------
+/* ---- dense 8-bit pixels of 3 or 4 channels -> float32 planes, in one pass ---------------------
  * The image loader's conversion (HWC uint8 -> CHW float32, per-channel affine): plane r gets
  * out_r[i] = (float)px[i * R + r] * a_r + b_r. Written so that the compiler vectorises the
  * de-interleave and the conversion together (measured at 1080x1920: as fast as a contiguous
@@ -721,11 +721,11 @@ __attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char
 typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, const void *scale,
                              const void *shift, st_cidx pp);
 
-#define ST_DEF_PLANES(SUFFIX, ATTR)                                                           \
-    ATTR static void st_planes3_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
+#define ST_DEF_PLANES(SUFFIX, ATTR, T, TN)                                                           \
+    ATTR static void st_planes3_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
                                          const void *scale, const void *shift, st_cidx pp)    \
     {                                                                                         \
-        const uint8_t *px = (const uint8_t *)s;                                               \
+        const T *px = (const T *)(const void *)s;                                               \
         const float *a = (const float *)scale, *c = (const float *)shift;                     \
         float *restrict o0 = (float *)(void *)d, *restrict o1 = (float *)(void *)(d + dp);    \
         float *restrict o2 = (float *)(void *)(d + 2 * dp);                                   \
@@ -739,10 +739,10 @@ typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, cons
             o2[i] = t2 + c2;                                                                  \
         }                                                                                     \
     }                                                                                         \
-    ATTR static void st_planes4_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
+    ATTR static void st_planes4_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
                                          const void *scale, const void *shift, st_cidx pp)    \
     {                                                                                         \
-        const uint8_t *px = (const uint8_t *)s;                                               \
+        const T *px = (const T *)(const void *)s;                                               \
         const float *a = (const float *)scale, *c = (const float *)shift;                     \
         float *restrict o0 = (float *)(void *)d, *restrict o1 = (float *)(void *)(d + dp);    \
         float *restrict o2 = (float *)(void *)(d + 2 * dp);                                   \
@@ -759,9 +759,11 @@ typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, cons
         }                                                                                     \
     }
 
-ST_DEF_PLANES(base, )
+ST_DEF_PLANES(base, , uint8_t, u8)
+ST_DEF_PLANES(base, , int8_t, i8)
 #if ST_CVT_X86_GNU
-ST_DEF_PLANES(avx2, __attribute__((target("avx2"))))
+ST_DEF_PLANES(avx2, __attribute__((target("avx2"))), uint8_t, u8)
+ST_DEF_PLANES(avx2, __attribute__((target("avx2"))), int8_t, i8)
 
 /* Three channels with AVX2, written out: 16 pixels (48 bytes) a round, de-interleaved by
  * three byte shuffles per plane, each plane widened 8 at a time (in cache, 1.2x faster than
@@ -813,7 +815,7 @@ __attribute__((target("avx2"))) static void st_planes3_shuffle(char *d, st_cidx 
     }
 #undef ST_PLANE8
     if (i < n)
-        st_planes3_base((char *)(o0 + i), dp, s + 3 * i, n - i, scale, shift, pp);
+        st_planes3_u8_base((char *)(o0 + i), dp, s + 3 * i, n - i, scale, shift, pp);
 }
 #endif
 
@@ -834,14 +836,17 @@ static int st_cvt_init(void)
 static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd)
 {
     int wide = 0;
-    if (stype != ST_U8 || dtype != ST_F32 || mode == ST_CVT_AFF64 || (R != 3 && R != 4))
+    if ((stype != ST_U8 && stype != ST_I8) || dtype != ST_F32 || mode == ST_CVT_AFF64
+            || (R != 3 && R != 4))
         return NULL;
 #if ST_CVT_X86_GNU
     wide = simd >= 2 && st_cvt_has_avx2;
-    if (wide) return R == 3 ? st_planes3_shuffle : st_planes4_avx2;
+    if (wide && stype == ST_U8) return R == 3 ? st_planes3_shuffle : st_planes4_u8_avx2;
+    if (wide) return R == 3 ? st_planes3_i8_avx2 : st_planes4_i8_avx2;
 #endif
     (void)simd; (void)wide;
-    return R == 3 ? st_planes3_base : st_planes4_base;
+    if (stype == ST_U8) return R == 3 ? st_planes3_u8_base : st_planes4_u8_base;
+    return R == 3 ? st_planes3_i8_base : st_planes4_i8_base;
 }
 
 /* The fused row for a (src, dst, mode) triple at a SIMD level (2: AVX2 and F16C where the CPU
