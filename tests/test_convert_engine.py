@@ -204,3 +204,34 @@ def test_image_planes_at_every_simd_level(level, channels, width, dtype):
                          kwargs.get("axis"))
         assert np.array_equal(out[:, :, :width].transpose(1, 2, 0), want), (old, kwargs)
         assert (out[:, :, width:] == -7.0).all()
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("channels", [3, 4])
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 10, 11, 17, 33, 257])
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_image_pixels_at_every_simd_level(level, channels, width, dtype):
+    """CHW float32 -> HWC 8-bit, quantized, straight to pixels: vector tails (3 channels keep
+    room after each round), NaN, infinities, ties and out-of-range values, per-channel and
+    scalar parameters, guard bytes after the image, every SIMD level."""
+    from strided import _copy
+
+    rng = np.random.default_rng(width)
+    planes = (rng.standard_normal((channels, 3, width)) * 200).astype(np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.5, 1.5, 2.5, -0.5, -1.5, 127.5, 128.5,
+                         254.5, 255.5, -128.5, 1e30], np.float32)
+    flat = planes.reshape(-1)
+    flat[:min(flat.size, specials.size)] = specials[:flat.size]
+    for kwargs in ({"scale": np.linspace(0.5, 2.0, channels), "shift": 0.25, "axis": 2},
+                   {"scale": 1.0}):
+        old = _copy._simd(level)
+        try:
+            buf = np.full(3 * width * channels + 16, 77, np.uint8).view(dtype)
+            out = buf[:3 * width * channels].reshape(3, width, channels)
+            st.copyto(out, planes.transpose(1, 2, 0), casting="unsafe", **kwargs)
+        finally:
+            _copy._simd(-1)
+        want = _expected(planes.transpose(1, 2, 0), dtype, kwargs.get("scale"),
+                         kwargs.get("shift"), kwargs.get("axis"))
+        assert np.array_equal(out, want), (old, kwargs)
+        assert (buf[3 * width * channels:].view(np.uint8) == 77).all()

@@ -67,6 +67,10 @@ cdef extern from "_kernels/convert.h":
                                   const void* scale, const void* shift,
                                   Py_ssize_t pp) noexcept nogil
     st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd) noexcept nogil
+    ctypedef void (*st_pixels_fn)(char* d, const char* s, Py_ssize_t n, Py_ssize_t sp,
+                                  const void* scale, const void* shift,
+                                  Py_ssize_t pq) noexcept nogil
+    st_pixels_fn st_cvt_pixels(int stype, int dtype, int mode, int R, int simd) noexcept nogil
     const int* st_type_size
     int st_cvt_init() noexcept nogil
     st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd) noexcept nogil
@@ -151,6 +155,7 @@ ctypedef struct ConvertPlan:
     bint outer_params                         # some outer dim moves the parameters
     bint convert_last      # a transpose's tile is transposed in the source's type first
     st_planes_fn planes    # dense pixels straight to planes (no tile), or NULL
+    st_pixels_fn pixels    # planes straight to dense quantized pixels (no tile), or NULL
     int64_t tsz            # bytes of a staged tile's items
     const char* scale
     const char* shift
@@ -248,6 +253,12 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     if (P.kind == _TRANSPOSE and P.convert_last and P.sq == P.R and P.pq == 0
             and P.pp in (0, 1) and _PLANES):
         P.planes = st_cvt_planes(P.op.stype, P.op.dtype, P.op.mode, <int>P.R, simd_level())
+    # ... and the mirror: float32 planes to dense 3- or 4-channel 8-bit pixels, quantized
+    # (float32 NCHW -> int8 NCHW4, CHW float32 -> HWC uint8).
+    P.pixels = NULL
+    if (P.kind == _TRANSPOSE and not P.convert_last and P.dp == P.C and P.pp == 0
+            and P.pq in (0, 1) and _PLANES):
+        P.pixels = st_cvt_pixels(P.op.stype, P.op.dtype, P.op.mode, <int>P.C, simd_level())
     if P.kind == _TRANSPOSE:
         # Tiles in L2: whole source runs when they are short (an image's 3 channels), else
         # _TILE_COLUMNS destination columns by source runs as long as the tile allows. Long
@@ -378,6 +389,9 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
         for r in range(h):
             st_cvt_row(op, dst + r * P.dp * P.dsz, 1, tile + r * w * P.ssz, 1, w,
                        scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
+        return
+    if P.pixels != NULL and w == P.C:
+        P.pixels(dst, src, h, P.sq * P.ssz, scale, shift, P.pq)
         return
     # convert the tile into `tile` in the source's order, then transpose it out
     if _whole_runs(P):
@@ -703,7 +717,7 @@ cdef bint _stages(const ConvertPlan* P, int64_t count, int team) noexcept nogil:
     team of 2 the chunks run one after another, each a parallel region of its own, and the
     tiles (each thread its share of them) were as fast or faster (0.93-1.42x), so a team keeps
     the tiles."""
-    if P.kind != _TRANSPOSE or _STAGE == 0:
+    if P.kind != _TRANSPOSE or _STAGE == 0 or (P.pixels != NULL and _STAGE < 0):
         return False
     return _STAGE == 1 or (P.dsz < P.ssz and count * P.dsz >= _STAGE_FROM and team == 1)
 

@@ -832,6 +832,99 @@ static int st_cvt_init(void)
     return st_cvt_has_avx2 + st_cvt_has_f16c;
 }
 
+/* ---- float32 planes -> dense 8-bit pixels of 3 or 4 channels, quantized, in one pass ----------
+ * The mirror of the planes kernels, for the narrowing direction: packing float32 NCHW into int8
+ * NCHW4, or a CHW float32 image into HWC uint8 (x 255). Pixel i, channel r gets
+ * saturate(round_half_even(plane_r[i] * a_r + b_r)), NaN -> 0; planes `sp` bytes apart,
+ * parameters of channel r at scale[r * pq]. AVX2: 8 pixels a round; the two packs leave each
+ * 128-bit lane holding its 4 pixels channel by channel, and one byte shuffle per lane turns
+ * that into pixel order. */
+
+typedef void (*st_pixels_fn)(char *d, const char *s, st_cidx n, st_cidx sp, const void *scale,
+                             const void *shift, st_cidx pq);
+
+ST_CVT_INLINE void st_pixels_scalar(char *d, const char *s, st_cidx lo, st_cidx n, st_cidx sp,
+                                    const float *a, const float *c, st_cidx pq, int R, int sign)
+{
+    for (st_cidx i = lo; i < n; i++)
+        for (int r = 0; r < R; r++) {
+            float t = st_ld_f32(s + r * sp + 4 * i) * a[r * pq];
+            t = t + c[r * pq];
+            d[i * R + r] = (char)st_f32_byte_scalar(t, 1, sign);
+        }
+}
+
+#if ST_CVT_X86_GNU
+__attribute__((target("avx2"))) ST_CVT_INLINE void
+st_pixels_avx2(char *d, const char *s, st_cidx n, st_cidx sp, const void *scale,
+               const void *shift, st_cidx pq, int R, int sign)
+{
+    const float *a = (const float *)scale, *c = (const float *)shift;
+    const __m256 lo = _mm256_set1_ps(sign ? -128.0f : 0.0f);
+    const __m256 hi = _mm256_set1_ps(sign ? 127.0f : 255.0f);
+    /* per lane: bytes [ch0 px0..3, ch1 px0..3, ch2 px0..3, ch3 px0..3] -> pixel order; for 3
+     * channels the 12 pixel bytes come first */
+    const __m256i order4 = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                            0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m256i order3 = _mm256_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1,
+                                            0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
+    __m256 A[4], C[4];
+    __m256i q[4];
+    st_cidx i = 0;
+    for (int r = 0; r < 4; r++) {
+        A[r] = _mm256_set1_ps(r < R ? a[r * pq] : 0.0f);
+        C[r] = _mm256_set1_ps(r < R ? c[r * pq] : 0.0f);
+    }
+    q[3] = _mm256_setzero_si256();
+    /* 3 channels store 12 bytes a lane as 16: the round must leave 4 bytes of room after it */
+    for (; i + 8 + (R == 3 ? 2 : 0) <= n; i += 8) {
+        for (int r = 0; r < R; r++) {
+            __m256 t = _mm256_loadu_ps((const float *)(const void *)(s + r * sp) + i);
+            t = _mm256_add_ps(_mm256_mul_ps(t, A[r]), C[r]);
+            t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
+            t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+            q[r] = _mm256_cvtps_epi32(t);
+        }
+        __m256i w0 = _mm256_packs_epi32(q[0], q[1]), w1 = _mm256_packs_epi32(q[2], q[3]);
+        __m256i b = sign ? _mm256_packs_epi16(w0, w1) : _mm256_packus_epi16(w0, w1);
+        if (R == 4) {
+            _mm256_storeu_si256((__m256i *)(void *)(d + 4 * i), _mm256_shuffle_epi8(b, order4));
+        } else {
+            b = _mm256_shuffle_epi8(b, order3);
+            _mm_storeu_si128((__m128i *)(void *)(d + 3 * i), _mm256_castsi256_si128(b));
+            _mm_storeu_si128((__m128i *)(void *)(d + 3 * i + 12), _mm256_extracti128_si256(b, 1));
+        }
+    }
+    st_pixels_scalar(d, s, i, n, sp, a, c, pq, R, sign);
+}
+#define ST_DEF_PIXELS(NAME, R, SIGN)                                                           \
+    __attribute__((target("avx2"))) static void NAME(char *d, const char *s, st_cidx n,        \
+                                                     st_cidx sp, const void *scale,           \
+                                                     const void *shift, st_cidx pq)           \
+    {                                                                                         \
+        st_pixels_avx2(d, s, n, sp, scale, shift, pq, R, SIGN);                               \
+    }
+ST_DEF_PIXELS(st_pixels3_u8_avx2, 3, 0)
+ST_DEF_PIXELS(st_pixels4_u8_avx2, 4, 0)
+ST_DEF_PIXELS(st_pixels3_i8_avx2, 3, 1)
+ST_DEF_PIXELS(st_pixels4_i8_avx2, 4, 1)
+#endif
+
+/* The pixels kernel for R channels of a (src, dst, mode) triple at a SIMD level (AVX2 only;
+ * below it the tiles do the work), or NULL. */
+static st_pixels_fn st_cvt_pixels(int stype, int dtype, int mode, int R, int simd)
+{
+#if ST_CVT_X86_GNU
+    if (stype != ST_F32 || mode != ST_CVT_AFF32 || (R != 3 && R != 4) || simd < 2
+            || !st_cvt_has_avx2)
+        return NULL;
+    if (dtype == ST_U8) return R == 3 ? st_pixels3_u8_avx2 : st_pixels4_u8_avx2;
+    if (dtype == ST_I8) return R == 3 ? st_pixels3_i8_avx2 : st_pixels4_i8_avx2;
+#endif
+    (void)stype; (void)dtype; (void)mode; (void)R; (void)simd;
+    return NULL;
+}
+
 /* The planes kernel for R planes of a (src, dst, mode) triple, or NULL. */
 static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd)
 {
