@@ -25,7 +25,9 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport int64_t, intptr_t
 from cython.parallel cimport prange
 
-from strided._copy cimport copy_elements, copy_threads, simd_level, transpose_block
+from strided._copy cimport (
+    block_problem, copy_elements, copy_threads, simd_level, transpose_block,
+)
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
     c_packed_strides, c_size, c_span, check_byte_span, default_max_work, entries, load_ints,
@@ -168,10 +170,6 @@ cdef inline int64_t _ceil_div(int64_t a, int64_t b) noexcept nogil:
     return (a + b - 1) // b
 
 
-cdef inline int64_t _abs64(int64_t v) noexcept nogil:
-    return -v if v < 0 else v
-
-
 cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
                 const int64_t* sstr, const int64_t* pstr) noexcept nogil:
     """Fill P's loop nest and blocks for a non-empty conversion (spans already checked)."""
@@ -179,8 +177,9 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     cdef int64_t ds[MAX_NDIM]
     cdef int64_t ss[MAX_NDIM]
     cdef int64_t ps[MAX_NDIM]
-    cdef int64_t tn, td, ts, tp, side
-    cdef int i, j, d = 0, m, p = -1, q
+    cdef int64_t side
+    cdef int i, d = 0, p = -1, q
+    cdef bint transposing
     P.dst_shift = 0
     P.src_shift = 0
     P.par_shift = 0
@@ -194,36 +193,9 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
             P.par_shift += (n[d] - 1) * ps[d] * P.ct
             ds[d], ss[d], ps[d] = -ds[d], -ss[d], -ps[d]
         d += 1
-    for i in range(1, d):   # by destination stride, outermost first
-        tn, td, ts, tp = n[i], ds[i], ss[i], ps[i]
-        j = i - 1
-        while j >= 0 and (ds[j] < td or (ds[j] == td and _abs64(ss[j]) < _abs64(ts))):
-            n[j + 1], ds[j + 1], ss[j + 1], ps[j + 1] = n[j], ds[j], ss[j], ps[j]
-            j -= 1
-        n[j + 1], ds[j + 1], ss[j + 1], ps[j + 1] = tn, td, ts, tp
-    m = 0
-    for i in range(d):   # merge dims contiguous in the three operands
-        if (m > 0 and ds[m - 1] == ds[i] * n[i] and ss[m - 1] == ss[i] * n[i]
-                and ps[m - 1] == ps[i] * n[i]):
-            n[m - 1] *= n[i]
-            ds[m - 1], ss[m - 1], ps[m - 1] = ds[i], ss[i], ps[i]
-        else:
-            n[m], ds[m], ss[m], ps[m] = n[i], ds[i], ss[i], ps[i]
-            m += 1
-    d = m
-    if d == 0:
-        n[0], ds[0], ss[0], ps[0] = 1, 1, 1, 0
-        d = 1
+    d = block_problem(d, n, ds, ss, ps, &p, &transposing)
     q = d - 1
-    P.kind = _ROWS
-    if ds[q] == 1 and ss[q] != 1 and ss[q] != 0:
-        for i in range(q):
-            if ss[i] == 1:
-                p = i
-                P.kind = _TRANSPOSE
-                break
-    if P.kind == _ROWS and d >= 2:
-        p = d - 2
+    P.kind = _TRANSPOSE if transposing else _ROWS
     P.C, P.dq, P.sq, P.pq = n[q], ds[q], ss[q], ps[q]
     if p >= 0:
         P.R, P.dp, P.sp, P.pp = n[p], ds[p], ss[p], ps[p]

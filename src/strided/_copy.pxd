@@ -19,3 +19,8 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
 cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, int64_t sq,
                           int64_t R, int64_t C) noexcept nogil
 cdef int simd_level() noexcept nogil
+# block_problem: the planners' common step on d dims (sizes n, positive destination strides ds,
+# source strides ss, parameter strides ps or NULL): sort and merge them in place, set *p to the
+# rows dim and *transposing; returns the dims left (the columns are the last). See _copy.pyx.
+cdef int block_problem(int d, int64_t* n, int64_t* ds, int64_t* ss, int64_t* ps, int* p,
+                       bint* transposing) noexcept nogil

@@ -186,6 +186,63 @@ cdef int _unit_of(int64_t itemsize) noexcept nogil:
     return 1
 
 
+cdef int block_problem(int d, int64_t* n, int64_t* ds, int64_t* ss, int64_t* ps, int* p,
+                       bint* transposing) noexcept nogil:
+    """The planners' common step (the copy's and the conversion's, with its parameter strides
+    ``ps``; NULL for a copy), on ``d`` dims of more than one element whose destination strides
+    are positive: sort them by destination stride, outermost (largest) first, a tie keeping
+    the smaller |source stride| inside; merge neighbours contiguous in every operand (outer
+    stride == inner stride * inner size); then name the block problem. The columns are the
+    last dim; ``*p`` is the rows dim (-1: none), the source's unit-stride dim when the block
+    is a transpose (``*transposing``: the columns are unit-stride in the destination and not
+    in the source, and another dim is unit-stride in the source), else the next-to-last dim.
+    Returns the number of dims left, at least 1 (no dims: a single element)."""
+    cdef int64_t tn, td, ts, tp = 0
+    cdef int i, j, m = 0, q
+    for i in range(1, d):   # insertion sort: d is small
+        tn, td, ts = n[i], ds[i], ss[i]
+        if ps != NULL:
+            tp = ps[i]
+        j = i - 1
+        while j >= 0 and (ds[j] < td or (ds[j] == td and _abs64(ss[j]) < _abs64(ts))):
+            n[j + 1], ds[j + 1], ss[j + 1] = n[j], ds[j], ss[j]
+            if ps != NULL:
+                ps[j + 1] = ps[j]
+            j -= 1
+        n[j + 1], ds[j + 1], ss[j + 1] = tn, td, ts
+        if ps != NULL:
+            ps[j + 1] = tp
+    for i in range(d):
+        if (m > 0 and ds[m - 1] == ds[i] * n[i] and ss[m - 1] == ss[i] * n[i]
+                and (ps == NULL or ps[m - 1] == ps[i] * n[i])):
+            n[m - 1] *= n[i]
+            ds[m - 1], ss[m - 1] = ds[i], ss[i]
+            if ps != NULL:
+                ps[m - 1] = ps[i]
+        else:
+            n[m], ds[m], ss[m] = n[i], ds[i], ss[i]
+            if ps != NULL:
+                ps[m] = ps[i]
+            m += 1
+    if m == 0:   # a single element
+        n[0], ds[0], ss[0] = 1, 1, 1
+        if ps != NULL:
+            ps[0] = 0
+        m = 1
+    q = m - 1
+    p[0] = -1
+    transposing[0] = False
+    if ds[q] == 1 and ss[q] != 1 and ss[q] != 0:
+        for i in range(q):
+            if ss[i] == 1:
+                p[0] = i
+                transposing[0] = True
+                break
+    if not transposing[0] and m >= 2:
+        p[0] = m - 2
+    return m
+
+
 cdef void _plan_copy(CopyPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
                      const int64_t* sstr, int64_t itemsize) noexcept nogil:
     """Fill P for a non-empty copy. Precondition: byte spans fit int64 (checked by the caller).
@@ -197,9 +254,10 @@ cdef void _plan_copy(CopyPlan* P, int nd, const int64_t* sizes, const int64_t* d
     cdef int64_t n[MAX_NDIM + 1]
     cdef int64_t ds[MAX_NDIM + 1]
     cdef int64_t ss[MAX_NDIM + 1]
-    cdef int64_t tn, td, ts, k
+    cdef int64_t k
     cdef int unit = _unit_of(itemsize)
-    cdef int i, j, d = 0, p = -1, q, m
+    cdef int i, d = 0, p = -1, q
+    cdef bint transposing
     k = itemsize // unit
     P.unit = unit
     P.dst_shift = 0
@@ -223,38 +281,9 @@ cdef void _plan_copy(CopyPlan* P, int nd, const int64_t* sizes, const int64_t* d
         ds[d] = 1
         ss[d] = 1
         d += 1
-    # sort by destination stride, outermost (largest) first; insertion sort, d is small
-    for i in range(1, d):
-        tn, td, ts = n[i], ds[i], ss[i]
-        j = i - 1
-        while j >= 0 and (ds[j] < td or (ds[j] == td and _abs64(ss[j]) < _abs64(ts))):
-            n[j + 1], ds[j + 1], ss[j + 1] = n[j], ds[j], ss[j]
-            j -= 1
-        n[j + 1], ds[j + 1], ss[j + 1] = tn, td, ts
-    # merge dims contiguous in both layouts (outer stride == inner stride * inner size)
-    m = 0
-    for i in range(d):
-        if m > 0 and ds[m - 1] == ds[i] * n[i] and ss[m - 1] == ss[i] * n[i]:
-            n[m - 1] *= n[i]
-            ds[m - 1] = ds[i]
-            ss[m - 1] = ss[i]
-        else:
-            n[m], ds[m], ss[m] = n[i], ds[i], ss[i]
-            m += 1
-    d = m
-    if d == 0:   # a single element
-        n[0], ds[0], ss[0] = 1, 1, 1
-        d = 1
+    d = block_problem(d, n, ds, ss, NULL, &p, &transposing)
     q = d - 1
-    P.kind = ST_BLOCK_COPY
-    if ds[q] == 1 and ss[q] != 1 and ss[q] != 0:
-        for i in range(q):
-            if ss[i] == 1:
-                p = i
-                P.kind = ST_BLOCK_TRANSPOSE
-                break
-    if P.kind == ST_BLOCK_COPY and d >= 2:
-        p = d - 2
+    P.kind = ST_BLOCK_TRANSPOSE if transposing else ST_BLOCK_COPY
     P.C, P.dq, P.sq = n[q], ds[q], ss[q]
     if p >= 0:
         P.R, P.dp, P.sp = n[p], ds[p], ss[p]
