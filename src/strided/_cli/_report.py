@@ -26,7 +26,7 @@ import platform
 import statistics
 import timeit
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "calibrate",
@@ -38,6 +38,7 @@ __all__ = [
     "paired_ratio",
     "render_table",
     "sample_alternating",
+    "select_by_name",
 ]
 
 #: The copy kernels' SIMD levels (strided._copy._simd()).
@@ -175,3 +176,32 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: se
         out.append("  ".join("-" * w for w in widths))
     out.extend(line(row) for row in rows)
     return "\n".join(out)
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_C = TypeVar("_C", bound=_Named)
+
+
+def select_by_name(cases: Sequence[_C], patterns: Sequence[str] | None) -> list[_C]:
+    """The cases named by ``patterns`` (exact names or case-insensitive substrings), in the
+    order of ``cases``: every benchmark's ``--cases``.
+
+    ``None`` or an empty list selects every case. A pattern matching nothing is a ValueError.
+    """
+    if not patterns:
+        return list(cases)
+    names = [case.name for case in cases]
+    chosen: set[str] = set()
+    for pattern in patterns:
+        if pattern in names:
+            chosen.add(pattern)
+            continue
+        hits = {name for name in names if pattern.lower() in name.lower()}
+        if not hits:
+            raise ValueError(f"no case matches {pattern!r}; the cases are {', '.join(names)}")
+        chosen |= hits
+    return [case for case in cases if case.name in chosen]

@@ -61,6 +61,7 @@ from strided._cli._report import (
     paired_ratio,
     render_table,
     sample_alternating,
+    select_by_name,
 )
 from strided._cli.bench_copy import _cpu_seconds, _others_share, _parallel_memmove
 
@@ -684,23 +685,9 @@ CASES_BY_NAME = {case.name: case for case in CASES}
 
 
 def select_cases(patterns: Sequence[str] | None) -> list[Case]:
-    """The cases named by ``patterns`` (exact names or case-insensitive substrings), in order.
-
-    ``None`` or an empty list selects every case. A pattern matching nothing is a ValueError.
-    """
-    if not patterns:
-        return list(CASES)
-    chosen: set[str] = set()
-    for pattern in patterns:
-        if pattern in CASES_BY_NAME:
-            chosen.add(pattern)
-            continue
-        hits = {c.name for c in CASES if pattern.lower() in c.name.lower()}
-        if not hits:
-            raise ValueError(f"no case matches {pattern!r}; the cases are "
-                             f"{', '.join(CASES_BY_NAME)}")
-        chosen |= hits
-    return [case for case in CASES if case.name in chosen]
+    """The cases named by ``patterns`` (exact names or case-insensitive substrings), in order
+    (:func:`strided._cli._report.select_by_name`); ``None`` selects every case."""
+    return select_by_name(CASES, patterns)
 
 
 # --------------------------------------------------------------------------------------------
