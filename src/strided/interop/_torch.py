@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from strided import _convert
 from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord
 from strided.layout import Layout
 
@@ -55,7 +56,6 @@ def device_copy(dst: Any, src: Any, share_memory: bool) -> None:
         dst.copy_(src)
 
 
-_WIDE_SOURCES = frozenset({"int32", "int64", "uint32", "uint64", "float64"})
 _INTEGERS = frozenset(name for name in DLPACK_TYPES if "int" in name)
 
 
@@ -77,7 +77,7 @@ def device_convert(dst: Any, src: Any, share_memory: bool, dst_type: str, src_ty
         affine = scale is not None or shift is not None
         integer_dst = dst_type in _INTEGERS
         if affine:
-            ct = torch.float64 if src_type in _WIDE_SOURCES else torch.float32
+            ct = getattr(torch, _convert.compute_type(src_type))   # the host path's rule
             t = src.to(ct)
             if scale is not None:
                 t = t * _parameter(torch, scale, ct, src, param_strides)
