@@ -168,59 +168,33 @@ static inline uint16_t st_f32_to_bf16(float value)
 static inline float st_bf16_to_f32(uint16_t b) { return st_bits_f32((uint32_t)b << 16); }
 
 /* ---- float -> integer: truncated or rounded, saturated, NaN -> 0 ----------------------------- */
-/* The bounds are written out: 2^(bits-1) and 2^bits are exact doubles (2^63 - 1 is not). */
-static inline int64_t st_trunc_i64(double d)
-{
-    if (d != d) return 0;
-    if (d >= 9223372036854775808.0) return INT64_MAX;
-    if (d <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)d;
-}
-static inline int32_t st_trunc_i32(double d)
-{
-    if (d != d) return 0;
-    if (d >= 2147483648.0) return INT32_MAX;
-    if (d <= -2147483649.0) return INT32_MIN;
-    return (int32_t)d;
-}
-static inline int16_t st_trunc_i16(double d)
-{
-    if (d != d) return 0;
-    if (d >= 32768.0) return INT16_MAX;
-    if (d <= -32769.0) return INT16_MIN;
-    return (int16_t)(int32_t)d;
-}
-static inline int8_t st_trunc_i8(double d)
-{
-    if (d != d) return 0;
-    if (d >= 128.0) return INT8_MAX;
-    if (d <= -129.0) return INT8_MIN;
-    return (int8_t)(int32_t)d;
-}
-static inline uint64_t st_trunc_u64(double d)
-{
-    if (d != d || d <= -1.0) return 0;
-    if (d >= 18446744073709551616.0) return UINT64_MAX;
-    return d < 0 ? 0 : (uint64_t)d;
-}
-static inline uint32_t st_trunc_u32(double d)
-{
-    if (d != d || d <= -1.0) return 0;
-    if (d >= 4294967296.0) return UINT32_MAX;
-    return d < 0 ? 0 : (uint32_t)(uint64_t)d;
-}
-static inline uint16_t st_trunc_u16(double d)
-{
-    if (d != d || d <= -1.0) return 0;
-    if (d >= 65536.0) return UINT16_MAX;
-    return d < 0 ? 0 : (uint16_t)(uint32_t)d;
-}
-static inline uint8_t st_trunc_u8(double d)
-{
-    if (d != d || d <= -1.0) return 0;
-    if (d >= 256.0) return UINT8_MAX;
-    return d < 0 ? 0 : (uint8_t)(uint32_t)d;
-}
+/* The bounds are exact doubles: 2^(bits-1) and 2^bits (the maxima 2^63 - 1 and 2^64 - 1 are
+ * not). A signed type saturates at or above 2^(bits-1) and at or below -2^(bits-1) - 1 (for
+ * 64 bits that bound rounds to -2^63 itself, whose truncation is the minimum anyway); an
+ * unsigned one at or above 2^bits, and at or below -1 (-1 < d < 0 truncates to 0). */
+#define ST_DEF_TRUNC_SIGNED(NAME, T, BITS, MIN, MAX)                                          \
+    static inline T st_trunc_##NAME(double d)                                                 \
+    {                                                                                         \
+        if (d != d) return 0;                                                                 \
+        if (d >= 0x1p##BITS) return MAX;                                                      \
+        if (d <= -0x1p##BITS - 1.0) return MIN;                                               \
+        return (T)(int64_t)d;                                                                 \
+    }
+#define ST_DEF_TRUNC_UNSIGNED(NAME, T, BITS, MAX)                                             \
+    static inline T st_trunc_##NAME(double d)                                                 \
+    {                                                                                         \
+        if (d != d || d <= -1.0) return 0;                                                    \
+        if (d >= 0x1p##BITS) return MAX;                                                      \
+        return d < 0 ? 0 : (T)(uint64_t)d;                                                    \
+    }
+ST_DEF_TRUNC_SIGNED(i8, int8_t, 7, INT8_MIN, INT8_MAX)
+ST_DEF_TRUNC_SIGNED(i16, int16_t, 15, INT16_MIN, INT16_MAX)
+ST_DEF_TRUNC_SIGNED(i32, int32_t, 31, INT32_MIN, INT32_MAX)
+ST_DEF_TRUNC_SIGNED(i64, int64_t, 63, INT64_MIN, INT64_MAX)
+ST_DEF_TRUNC_UNSIGNED(u8, uint8_t, 8, UINT8_MAX)
+ST_DEF_TRUNC_UNSIGNED(u16, uint16_t, 16, UINT16_MAX)
+ST_DEF_TRUNC_UNSIGNED(u32, uint32_t, 32, UINT32_MAX)
+ST_DEF_TRUNC_UNSIGNED(u64, uint64_t, 64, UINT64_MAX)
 
 /* ---- the generic path: a chunk through a wide buffer ----------------------------------------- */
 enum { ST_CHUNK = 128 };
@@ -721,7 +695,7 @@ __attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char
 typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, const void *scale,
                              const void *shift, st_cidx pp);
 
-#define ST_DEF_PLANES(SUFFIX, ATTR, T, TN)                                                           \
+#define ST_DEF_PLANES3(SUFFIX, ATTR, T, TN)                                                           \
     ATTR static void st_planes3_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
                                          const void *scale, const void *shift, st_cidx pp)    \
     {                                                                                         \
@@ -738,7 +712,9 @@ typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, cons
             o1[i] = t1 + c1;                                                                  \
             o2[i] = t2 + c2;                                                                  \
         }                                                                                     \
-    }                                                                                         \
+    }
+
+#define ST_DEF_PLANES4(SUFFIX, ATTR, T, TN)                                               \
     ATTR static void st_planes4_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
                                          const void *scale, const void *shift, st_cidx pp)    \
     {                                                                                         \
@@ -759,11 +735,15 @@ typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, cons
         }                                                                                     \
     }
 
-ST_DEF_PLANES(base, , uint8_t, u8)
-ST_DEF_PLANES(base, , int8_t, i8)
+ST_DEF_PLANES3(base, , uint8_t, u8)
+ST_DEF_PLANES3(base, , int8_t, i8)
+ST_DEF_PLANES4(base, , uint8_t, u8)
+ST_DEF_PLANES4(base, , int8_t, i8)
 #if ST_CVT_X86_GNU
-ST_DEF_PLANES(avx2, __attribute__((target("avx2"))), uint8_t, u8)
-ST_DEF_PLANES(avx2, __attribute__((target("avx2"))), int8_t, i8)
+/* (three uint8 channels have their own AVX2 kernel, st_planes3_shuffle, below) */
+ST_DEF_PLANES3(avx2, __attribute__((target("avx2"))), int8_t, i8)
+ST_DEF_PLANES4(avx2, __attribute__((target("avx2"))), uint8_t, u8)
+ST_DEF_PLANES4(avx2, __attribute__((target("avx2"))), int8_t, i8)
 
 /* Three channels with AVX2, written out: 16 pixels (48 bytes) a round, de-interleaved by
  * three byte shuffles per plane, each plane widened 8 at a time (in cache, 1.2x faster than
