@@ -18,7 +18,7 @@ from strided._convert cimport convert_elements
 from strided._copy cimport copy_elements, copy_threads
 from strided.interop._tensor cimport copy_tensors
 
-from strided._convert import TYPE_NAMES, can_cast, check_pair
+from strided._convert import CASTINGS, TYPE_NAMES, can_cast, check_pair
 from strided._copy import copyto_buffers
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
@@ -167,7 +167,7 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     if nd != st_ndim(src) or nd > MAX_NDIM or dst_code < 0 or src_code < 0:
         return False
     dst_type, src_type = TYPE_NAMES[dst_code], TYPE_NAMES[src_code]
-    if casting not in ("same_kind", "unsafe", "safe", "no", "equiv") or not can_cast(
+    if casting not in CASTINGS or not can_cast(
             src_type, dst_type, casting):
         return False
     try:
