@@ -1,12 +1,14 @@
-"""Copies between any two layouts: ``copyto``, ``relayout`` and the blocked channel formats.
+"""Copies between any two layouts, converting on the way: ``copyto``, ``relayout`` and the
+blocked channel formats.
 
-Every copy here ends in the compiled strided-copy kernel of :mod:`strided._core`, which plans
-the loops for both layouts (merging, reordering and tiling dimensions) and runs them without
+Every copy here ends in the compiled copy engine (:mod:`strided._copy`), or, when the dtype
+changes or a scale/shift is given, the conversion engine (:mod:`strided._convert`): they plan
+the loops for both layouts (merging, reordering and tiling dimensions) and run them without
 the GIL, on several threads when OpenMP is available. This module decides *whether* a copy may
 happen: it reads both arrays through :mod:`strided.interop`, refuses what cannot be copied
 exactly (before a single byte is written), and allocates results in the input's own library.
 
-torch tensors that are not on the CPU are copied by torch itself (``Tensor.copy_``).
+torch tensors that are not on the CPU are copied and converted by torch itself.
 
 Examples
 --------
