@@ -66,10 +66,52 @@ def test_command_line_lives_in_its_subpackage():
     for name in ("__main__.py", "_cli/__init__.py", "_cli/_report.py", "_cli/explain.py",
                  "_cli/bench_layout.py", "_cli/bench_copy.py"):
         assert (package / name).is_file(), name
-    assert {p.name for p in package.glob("_*.py")} == {"__init__.py", "__main__.py"}
+    # _typing.py holds annotation names only (imported by type checkers, never at run time)
+    assert {p.name for p in package.glob("_*.py")} == {"__init__.py", "__main__.py", "_typing.py"}
     code = "import sys, strided; print(sorted(m for m in sys.modules if '_cli' in m))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_typing_names_are_for_type_checkers_only():
+    """The overloads' array types (strided._typing) are imported under TYPE_CHECKING: using
+    relayout and view imports neither that module nor torch."""
+    code = ("import sys, numpy as np, strided as st; st.relayout(np.zeros((2, 3)), 'F'); "
+            "st.view(np.zeros(4), st.Layout((2,), itemsize=8)); "
+            "print('strided._typing' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_version_and_license_come_with_the_metadata():
+    """One version, written in __init__.py: the installed metadata carries the same string
+    (meson.build reads it through tools/version.py), and the license travels with the package
+    (PEP 639: License-Expression, and the LICENSE text in the dist-info)."""
+    import importlib.metadata as md
+
+    assert md.version("strided") == strided.__version__
+    meta = md.metadata("strided")
+    assert meta["License-Expression"] == "BSD-3-Clause"
+    assert "LICENSE" in meta.get_all("License-File", [])
+    licenses = [f for f in md.files("strided") or [] if f.name == "LICENSE"]
+    assert licenses and "BSD 3-Clause" in licenses[0].read_text(encoding="utf-8")
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL", []))
+    assert {"Homepage", "Documentation", "Issues", "Changelog"} <= urls.keys()
+    versions = {c.rsplit(" :: ", 1)[1] for c in meta.get_all("Classifier", [])
+                if c.startswith("Programming Language :: Python :: 3.")}
+    assert versions == {"3.10", "3.11", "3.12", "3.13", "3.14"}
+
+
+def test_the_build_reads_the_version_from_init():
+    """tools/version.py (run by meson.build) parses __version__ out of __init__.py; checked in
+    the source tree only (an installed wheel has no tools/)."""
+    script = Path(__file__).resolve().parent.parent / "tools" / "version.py"
+    init = Path(__file__).resolve().parent.parent / "src" / "strided" / "__init__.py"
+    if not script.is_file() or not init.is_file():
+        pytest.skip("needs the source tree (tools/version.py, src/strided/__init__.py)")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == strided.__version__
 
 
 def test_public_names():

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from strided.copy import copyto, from_blocked, relayout, to_blocked
     from strided.interop import layout_of, view
 
-__version__ = "0.1.0"
+# The one source of the version: meson.build reads it (tools/version.py) into the package
+# metadata. Released versions are listed in CHANGELOG.md.
+__version__ = "0.2.0.dev0"
 
 __all__ = [
     "MAX_RANK",
