@@ -3,10 +3,15 @@
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
 
+from typing_extensions import disjoint_base
+
 _Dims = Sequence[SupportsIndex] | SupportsIndex
 
 DLPACK_VERSION: tuple[int, int]
 
+# A cdef class: its instances have a C layout, so no class can inherit from it and another such
+# class at once (PEP 800).
+@disjoint_base
 class DLPackTensor:
     data: int
     byte_offset: int

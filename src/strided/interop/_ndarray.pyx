@@ -18,7 +18,9 @@ from strided._convert cimport convert_elements
 from strided._copy cimport copy_elements, copy_threads
 from strided.interop._tensor cimport copy_tensors
 
-from strided._convert import CASTINGS, TYPE_NAMES, can_cast, check_pair
+# Private aliases: the module's public names are those of its stub (_ndarray.pyi).
+from strided._convert import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
+from strided._convert import can_cast, check_pair
 from strided._copy import copyto_buffers
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
@@ -166,8 +168,8 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     src_code = st_type_code(src)
     if nd != st_ndim(src) or nd > MAX_NDIM or dst_code < 0 or src_code < 0:
         return False
-    dst_type, src_type = TYPE_NAMES[dst_code], TYPE_NAMES[src_code]
-    if casting not in CASTINGS or not can_cast(
+    dst_type, src_type = _TYPE_NAMES[dst_code], _TYPE_NAMES[src_code]
+    if casting not in _CASTINGS or not can_cast(
             src_type, dst_type, casting):
         return False
     try:
