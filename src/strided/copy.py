@@ -25,10 +25,9 @@ array([[0., 2., 4., 0.],
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from strided import _convert, _copy, _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order
@@ -39,10 +38,18 @@ from strided.interop._ndarray import copyto_arrays as _copyto_arrays
 from strided.interop._record import MemoryRecord, check_view, device_name
 from strided.layout import Layout
 
+if TYPE_CHECKING:  # annotations only: the array types of the libraries, torch never imported
+    from strided._typing import BytesLike, NDArray, ScalarT, Tensor
+
 # A library's own copy of two arrays the CPU cannot reach: (dst, src, share_memory).
 LibraryCopy = Callable[[Any, Any, bool], None]
 
 __all__ = ["copyto", "from_blocked", "relayout", "to_blocked"]
+
+# The overloads of relayout, to_blocked and from_blocked tell type checkers what the docstrings
+# say: a result is of its input's library (numpy in, numpy out; torch in, torch out), of the
+# input's dtype when no dtype is given. Other libraries (DLPack / array API) type as Any.
+_LayoutArg = str | Sequence[int] | Layout
 
 
 # --------------------------------------------------------------------------------------------
@@ -406,7 +413,23 @@ def _check_no_self_overlap(layout: Layout, name: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def relayout(x: Any, layout: str | Sequence[int] | Layout, *, dtype: Any = None,
+@overload
+def relayout(x: Tensor, layout: _LayoutArg, *, dtype: Any = None, scale: Any = None,
+             shift: Any = None, axis: int | None = None,
+             num_threads: int | None = None) -> Tensor: ...
+@overload
+def relayout(x: NDArray[ScalarT], layout: _LayoutArg, *, dtype: None = None,
+             scale: Any = None, shift: Any = None, axis: int | None = None,
+             num_threads: int | None = None) -> NDArray[ScalarT]: ...
+@overload
+def relayout(x: NDArray[Any] | BytesLike, layout: _LayoutArg, *, dtype: Any = None,
+             scale: Any = None, shift: Any = None, axis: int | None = None,
+             num_threads: int | None = None) -> NDArray[Any]: ...
+@overload
+def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None, scale: Any = None,
+             shift: Any = None, axis: int | None = None, num_threads: int | None = None
+             ) -> Any: ...
+def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
              scale: Any = None, shift: Any = None, axis: int | None = None,
              num_threads: int | None = None) -> Any:
     """A copy of ``x`` in another physical layout: same library, sizes and values (converted
@@ -543,13 +566,19 @@ def _has_gaps(layout: Layout) -> bool:
     return layout.size > 0 and layout.nbytes != layout.size * layout.itemsize
 
 
-@functools.cache
 def _host_memory() -> int | None:
     """Bytes of physical memory of this machine, where the OS tells (POSIX); else None."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
+    if not _HOST_MEMORY:
+        try:
+            _HOST_MEMORY.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (AttributeError, ValueError, OSError):
+            _HOST_MEMORY.append(None)
+    return _HOST_MEMORY[0]
+
+
+# _host_memory's answer, asked once (a plain list rather than functools.cache, whose wrapper's
+# (*args, **kwargs) signature is not the function's).
+_HOST_MEMORY: list[int | None] = []
 
 
 def _check_fits(layout: Layout, blame: str) -> None:
@@ -585,6 +614,21 @@ def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ..
 # --------------------------------------------------------------------------------------------
 
 
+@overload
+def to_blocked(x: Tensor, fmt: str | BlockedFormat, *, dtype: Any = None,
+               scale: Any = None, shift: Any = None,
+               num_threads: int | None = None) -> Tensor: ...
+@overload
+def to_blocked(x: NDArray[ScalarT], fmt: str | BlockedFormat, *, dtype: None = None,
+               scale: Any = None, shift: Any = None,
+               num_threads: int | None = None) -> NDArray[ScalarT]: ...
+@overload
+def to_blocked(x: NDArray[Any], fmt: str | BlockedFormat, *, dtype: Any = None,
+               scale: Any = None, shift: Any = None,
+               num_threads: int | None = None) -> NDArray[Any]: ...
+@overload
+def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: Any = None,
+               shift: Any = None, num_threads: int | None = None) -> Any: ...
 def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: Any = None,
                shift: Any = None, num_threads: int | None = None) -> Any:
     """Pack a logical ``(N, C, H, W)`` array into a blocked channel format.
@@ -661,6 +705,21 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     return library.hand_over(x, record, out, out_record.layout)
 
 
+@overload
+def from_blocked(y: Tensor, fmt: str | BlockedFormat, *, channels: int,
+                 dtype: Any = None, scale: Any = None, shift: Any = None,
+                 num_threads: int | None = None) -> Tensor: ...
+@overload
+def from_blocked(y: NDArray[ScalarT], fmt: str | BlockedFormat, *, channels: int,
+                 dtype: None = None, scale: Any = None, shift: Any = None,
+                 num_threads: int | None = None) -> NDArray[ScalarT]: ...
+@overload
+def from_blocked(y: NDArray[Any], fmt: str | BlockedFormat, *, channels: int,
+                 dtype: Any = None, scale: Any = None, shift: Any = None,
+                 num_threads: int | None = None) -> NDArray[Any]: ...
+@overload
+def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
+                 scale: Any = None, shift: Any = None, num_threads: int | None = None) -> Any: ...
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
                  scale: Any = None, shift: Any = None, num_threads: int | None = None) -> Any:
     """Unpack a blocked channel format into a packed row-major ``(N, C, H, W)`` array.

@@ -10,7 +10,7 @@ torch is in ``sys.modules``, and any other library is reached through ``__dlpack
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from strided.interop import _dlpack, _numpy, _torch
 from strided.interop._ndarray import layout_of_array
 from strided.interop._record import MemoryRecord, check_view
 from strided.layout import Layout
+
+if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
+    from strided._typing import BytesLike, NDArray, Tensor
 
 __all__ = ["MemoryRecord", "describe", "layout_of", "view"]
 
@@ -109,6 +112,15 @@ def layout_of(x: Any) -> Layout:
     return describe(x).layout if layout is None else layout
 
 
+# Typed so that the view keeps base's library: torch in, torch out; numpy (or bytes) in, numpy
+# out. Other libraries (DLPack / array API) type as Any.
+@overload
+def view(base: Tensor, layout: Layout, *, copy: bool | None = None) -> Tensor: ...
+@overload
+def view(base: NDArray[Any] | BytesLike, layout: Layout, *, copy: bool | None = None
+         ) -> NDArray[Any]: ...
+@overload
+def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any: ...
 def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     """An array of base's own library over base's memory, laid out as ``layout``.
 
