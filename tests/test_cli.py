@@ -235,6 +235,9 @@ def test_subprocess_error_is_one_line() -> None:
         (["--sizes", "7", "--broadcast", "H"], r"ranks 2 to 5 only"),
         (["--sizes", "2,3", "--strides", "3,1", "--broadcast", "0,1"], r"stride of 0"),
         (["NHWC", "--sizes", "1,2,3,4", "--strides", "1,2,3,4"], r"disagree"),
+        (["NCHW4", "--sizes", "1,8,2,2"], r"'NCHW4' is a blocked format.*with --svg FILE"),
+        (["CHWN4", "--sizes", "2,8,2,2"], r"'CHWN4' is a blocked format.*with --svg FILE"),
+        (["nChw16c", "--sizes", "1,8,2,2", "--itemsize", "2"], r"blocked format.*--svg FILE"),
     ],
 )
 def test_errors_are_one_line(
@@ -263,6 +266,7 @@ def test_help(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert "explain" in out
     if argv[0] == "explain":
         assert "--broadcast" in out and "--itemsize" in out and "LABEL" in out
+        assert "--svg FILE" in out and "NCHW4" in out
 
 
 # ---- bench ----------------------------------------------------------------------------------
