@@ -77,8 +77,8 @@ _SMALL = 10                 # offsets under the cells, slice headers
 _LINE = 16                  # height of a line of text
 _GAP = 16                   # between slices, sections, legend items
 _ROW_GAP = 22               # below a buffer row: its offsets and some air
-_ONE_ROW = 24               # up to this many cells, the buffer is one row
-_PER_ROW = 16               # otherwise this many (a multiple of a blocked format's block)
+_ONE_ROW = 20               # up to this many cells, the buffer is one row (fits a docs page)
+_PER_ROW = 16               # otherwise at most this many a row, at least half of it
 _MAX_COLS = 24              # the logical grid is drawn for slices up to this wide
 _MIN_WIDTH = 560
 _MAX_WIDTH = 960
@@ -243,10 +243,17 @@ def _layout_title(layout: Layout) -> str:
     return f"sizes {layout.sizes}, strides {layout.strides}"
 
 
+def _labels(layout: Layout) -> str:
+    """``label NHWC``, or all that fit: size-1 and stride-0 dims can sit anywhere."""
+    labels = layout.labels if 2 <= layout.ndim <= 5 else ()
+    if len(labels) <= 1:
+        return f"label {labels[0] if labels else 'none'}"
+    return f"labels {_listing(labels, 4)} (size-1 and stride-0 dims sit anywhere)"
+
+
 def _layout_subtitle(layout: Layout, titled: bool) -> tuple[str, ...]:
     """The numbers under the title; the sizes and strides unless the title is them."""
-    label = layout.label if 2 <= layout.ndim <= 5 else None
-    line = f"offset {layout.offset}, itemsize {layout.itemsize}, label {label or 'none'}"
+    line = f"offset {layout.offset}, itemsize {layout.itemsize}, {_labels(layout)}"
     if layout.size:
         lo, hi = layout.span
         line += f"; {layout.size} elements at offsets {lo}..{hi}"
@@ -464,13 +471,16 @@ def _cell_width(texts: Iterable[str], small: Iterable[str] = ()) -> int:
 
 
 def _per_row(count: int, width: int, block: int) -> int:
-    """Cells per buffer row: all of them when few, else a multiple of the block when one
-    fits, and never wider than the figure."""
-    per_row = count if count <= _ONE_ROW else _PER_ROW
-    per_row = max(1, min(per_row, (_MAX_WIDTH - 2 * _MARGIN) // width))
-    if 1 < block <= per_row < count:
-        per_row -= per_row % block
-    return per_row
+    """Cells per buffer row: all of them when few; else rows of equal length when some
+    length from 16 down to 8 divides the count (24 cells: two rows of 12), a multiple of a
+    blocked format's block; never wider than the figure."""
+    most = max(1, min(_PER_ROW, (_MAX_WIDTH - 2 * _MARGIN) // width))
+    if count <= min(_ONE_ROW, most):
+        return count
+    if 1 < block <= most:
+        most -= most % block
+        return next((n for n in range(most, most // 2 - 1, -block) if count % n == 0), most)
+    return next((n for n in range(most, most // 2 - 1, -1) if count % n == 0), most)
 
 
 class _Canvas:
