@@ -54,6 +54,7 @@ from strided._cli.explain import (
     MapWindow,
     cell_text,
     element_name,
+    element_names,
     map_window,
     row_major_indices,
 )
@@ -89,6 +90,7 @@ _INK = "#1a1a1a"
 _MUTED = "#555555"
 _PAD_INK = "#444444"
 _HATCH = "strided-hatch"
+_SHARED = "#ffffff"         # the legend swatch of a shared offset, drawn with its corner
 _FONTS = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 
 
@@ -143,7 +145,7 @@ class _Figure:
     cells: tuple[_Cell, ...]
     more_cells: bool            # the buffer goes on after the last cell drawn
     block: int                  # blocked formats: lanes per block, else 0
-    legend: tuple[tuple[str, str], ...]    # (fill, text); fill "" for a marker entry
+    legend: tuple[tuple[str, str], ...]    # (swatch fill, text); fill "": text only
     notes: tuple[str, ...]
 
 
@@ -225,11 +227,11 @@ def _logical(sizes: tuple[int, ...],
 
 def _layout_cells(layout: Layout, window: MapWindow,
                   group: Callable[[tuple[int, ...]], int]) -> tuple[_Cell, ...]:
-    positions = Layout(layout.sizes)        # row-major: offset_of numbers the elements
+    found_names = element_names(layout, window)
     cells = []
     for offset in range(window.first, window.last + 1):
         indices = window.found.get(offset, [])
-        names = tuple(element_name(positions.offset_of(index)) for index in indices)
+        names = tuple(found_names.get(offset, ()))
         if names:
             listed = [f"{name} {index}" for name, index in zip(names, indices)]
             tooltip = f"offset {offset}: {_listing(listed)}"
@@ -273,7 +275,7 @@ def _legend(cells: Sequence[_Cell], ndim: int, channels: int,
     if any(cell.kind == "padding" for cell in cells):
         entries.append((f"url(#{_HATCH})", padding))
     if any(cell.kind == "shared" for cell in cells):
-        entries.append(("#ffffff", "several elements at one offset"))
+        entries.append((_SHARED, "several elements at one offset"))
     return tuple(entries)
 
 
@@ -631,7 +633,7 @@ def _draw_legend(canvas: _Canvas, entries: Sequence[tuple[str, str]]) -> None:
             x, y = _MARGIN, y + _LINE + 4
         if fill:
             canvas.add(_rect(x, y, 14, 14, fill=fill, stroke="#444444"))
-            if fill == "#ffffff":   # the shared-offset marker, as on the cells
+            if fill == _SHARED:     # the black corner, as on the shared cells
                 canvas.add(f'<polygon points="{x + 7},{y} {x + 14},{y} {x + 14},{y + 7}" '
                            f'fill="{_INK}"/>')
             x += 18
