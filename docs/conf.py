@@ -2,9 +2,11 @@
 
 The documentation is built against the *installed* package (``pip install ".[docs]"``): the
 source tree is not importable, the compiled core lives in the installed wheel. The memory-map
-pictures are drawn by the command line, ``python -m strided explain ...``, at build time and
-written to ``docs/generated/*.txt`` (git-ignored), which the pages include with
-``literalinclude``.
+pictures are drawn by the command line at build time, into ``docs/generated`` (git-ignored):
+the text ones by ``python -m strided explain ...`` (``*.txt``, included with
+``literalinclude``), the figures by ``python -m strided explain ... --svg FILE`` (``*.svg``,
+shown with ``figure``). A file is rewritten only when its content changes, so an incremental
+build does not redo every page; the figures are deterministic, so it rarely does.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ html_static_path: list[str] = []
 
 # name of the generated file -> arguments of ``python -m strided explain``
 EXPLAIN_EXAMPLES: dict[str, list[str]] = {
-    "nhwc": ["NHWC", "--sizes", "1,1,3,5", "--itemsize", "2"],
+    "nhwc": ["NHWC", "--sizes", "1,3,2,2", "--itemsize", "2"],
     "nchw2": ["NCHW", "--sizes", "1,2,2,3"],
     "nhwc2": ["NHWC", "--sizes", "1,2,2,3"],
     "dhw": ["DHW", "--sizes", "2,2,3"],
@@ -63,6 +65,19 @@ EXPLAIN_EXAMPLES: dict[str, list[str]] = {
     "broadcast": ["NHWC", "--sizes", "1,3,2,2", "--broadcast", "C"],
     "overlap": ["--sizes", "3,3", "--strides", "1,1"],
     "walkthrough": [],
+}
+
+# name of the generated figure -> arguments of ``python -m strided explain ... --svg FILE``.
+# The four layouts of one tensor (N = 2, so that CHWN4 differs from NCHW4; C = 3, so that the
+# blocked formats show a padding channel), then two blocks of NCHW4 and the DirectML examples.
+SVG_EXAMPLES: dict[str, list[str]] = {
+    "fig-nchw": ["NCHW", "--sizes", "2,3,2,2"],
+    "fig-nhwc": ["NHWC", "--sizes", "2,3,2,2"],
+    "fig-nchw4": ["NCHW4", "--sizes", "2,3,2,2"],
+    "fig-chwn4": ["CHWN4", "--sizes", "2,3,2,2"],
+    "fig-nchw4-c6": ["NCHW4", "--sizes", "1,6,2,2"],
+    "fig-padded": ["--sizes", "2,3", "--strides", "5,1"],
+    "fig-broadcast": ["NHWC", "--sizes", "1,3,2,2", "--broadcast", "C"],
 }
 
 
@@ -80,14 +95,28 @@ def _explanation(args: list[str]) -> str:
     return proc.stdout
 
 
+def _write_if_changed(path: Path, data: bytes) -> None:
+    # Rewrite only on change, so that an incremental build does not redo every page.
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
+
+
+def _figure(name: str, args: list[str]) -> bytes:
+    """The bytes ``explain ... --svg`` writes, drawn into a scratch file next to the figure."""
+    scratch = GENERATED / f".{name}.svg.new"
+    try:
+        _explanation([*args, "--svg", str(scratch)])
+        return scratch.read_bytes()
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
 def _generate_memory_maps() -> None:
     GENERATED.mkdir(exist_ok=True)
     for name, args in EXPLAIN_EXAMPLES.items():
-        text = _explanation(args)
-        path = GENERATED / f"{name}.txt"
-        # Rewrite only on change, so that an incremental build does not redo every page.
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+        _write_if_changed(GENERATED / f"{name}.txt", _explanation(args).encode("utf-8"))
+    for name, args in SVG_EXAMPLES.items():
+        _write_if_changed(GENERATED / f"{name}.svg", _figure(name, args))
 
 
 _generate_memory_maps()

@@ -41,16 +41,18 @@ def property_line(text: str, name: str) -> str:
 
 
 def test_nhwc_strides_and_directml_buffer_size(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run(capsys, "explain", "NHWC", "--sizes", "1,1,3,5", "--itemsize", "2")
+    # a row of five 3-channel pixels: with C > 1, channels-last differs from NCHW
+    status, out, err = run(capsys, "explain", "NHWC", "--sizes", "1,3,1,5", "--itemsize", "2")
     assert (status, err) == (0, "")
-    assert "(15, 1, 5, 1) elements" in property_line(out, "strides")
-    assert "(30, 2, 10, 2)" in property_line(out, "byte strides")
+    assert "(15, 1, 15, 3) elements" in property_line(out, "strides")
+    assert "(30, 2, 30, 6)" in property_line(out, "byte strides")
     # 15 elements x 2 bytes = 30 bytes, rounded up to a multiple of 4
     assert property_line(out, "buffer size").split()[2:] == [
         "32", "bytes", "(DirectML,", "rounded", "up", "to", "4);", "exact", "30", "bytes"
     ]
     assert "NHWC" in property_line(out, "label")
-    assert value_row(out).split() == [*"ABCDEFGHIJKLMNO", "x"]
+    # the three channels of each pixel side by side: A F K are pixel 0's
+    assert value_row(out).split() == [*"AFKBGLCHMDINEJO", "x"]
 
 
 def test_padded_height_stride(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,8 +114,8 @@ def test_label_and_consistent_strides(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_sizes_accept_x_separator(capsys: pytest.CaptureFixture[str]) -> None:
-    _, with_commas, _ = run(capsys, "explain", "--sizes", "1,1,3,5")
-    _, with_x, _ = run(capsys, "explain", "--sizes", "1x1x3x5")
+    _, with_commas, _ = run(capsys, "explain", "--sizes", "1,3,2,2")
+    _, with_x, _ = run(capsys, "explain", "--sizes", "1x3x2x2")
     assert with_commas == with_x
 
 
@@ -157,21 +159,33 @@ def test_no_arguments_walk_through_the_documentation(
     status, out, err = run(capsys, *argv)
     assert (status, err) == (0, "")
     sections = out.split("\n\n")
-    assert len(sections) == 7
+    assert len(sections) == 8
     expected = [
         ("(3, 1)", "A B C D E F"),  # row-major
         ("(1, 2)", "A D B E C F"),  # column-major
         ("(6, 3, 1)", "A B C D E F G H I J K L"),  # DHW
         ("(5, 1)", "A B C x x D E F x x"),  # padded
         ("(0, 1)", "A/D B/E C/F"),  # broadcast row
-        ("(15, 15, 5, 1)", "A B C D E F G H I J K L M N O x"),  # packed NCHW
-        ("(15, 1, 5, 1)", "A B C D E F G H I J K L M N O x"),  # packed NHWC
+        ("(12, 4, 2, 1)", "A B C D E F G H I J K L"),  # packed NCHW, 3 channels
+        ("(12, 1, 6, 3)", "A E I B F J C G K D H L"),  # packed NHWC: channels interleave
+        ("(3, 1)", "A B C D E F x x"),  # 6 bytes, DWORD-aligned to 8
     ]
     for section, (strides, values) in zip(sections, expected, strict=True):
         assert f"{strides} elements" in property_line(section, "strides")
         assert " ".join(value_row(section).split()) == values
     assert "H (1, 0, 1) -> 7" in sections[2]
-    assert "32 bytes (DirectML, rounded up to 4); exact 30 bytes" in sections[6]
+    assert "24 bytes (DirectML, rounded up to 4); exact 24 bytes" in sections[6]
+    assert "8 bytes (DirectML, rounded up to 4); exact 6 bytes" in sections[7]
+
+
+def test_walkthrough_channels_last_example_has_several_channels() -> None:
+    """With C = 1, NHWC stores exactly what NCHW stores: an example would show nothing."""
+    from strided._cli.explain import documentation_examples
+
+    for title, layout in documentation_examples():
+        if "NHWC" in title or "channels-last" in title:
+            assert layout.ndim == 4 and layout.sizes[1] > 1, title
+            assert layout.strides[1] == 1 and layout.label == "NHWC", title
 
 
 def test_subprocess_draws_the_map() -> None:
@@ -221,6 +235,9 @@ def test_subprocess_error_is_one_line() -> None:
         (["--sizes", "7", "--broadcast", "H"], r"ranks 2 to 5 only"),
         (["--sizes", "2,3", "--strides", "3,1", "--broadcast", "0,1"], r"stride of 0"),
         (["NHWC", "--sizes", "1,2,3,4", "--strides", "1,2,3,4"], r"disagree"),
+        (["NCHW4", "--sizes", "1,8,2,2"], r"'NCHW4' is a blocked format.*with --svg FILE"),
+        (["CHWN4", "--sizes", "2,8,2,2"], r"'CHWN4' is a blocked format.*with --svg FILE"),
+        (["nChw16c", "--sizes", "1,8,2,2", "--itemsize", "2"], r"blocked format.*--svg FILE"),
     ],
 )
 def test_errors_are_one_line(
@@ -249,6 +266,7 @@ def test_help(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert "explain" in out
     if argv[0] == "explain":
         assert "--broadcast" in out and "--itemsize" in out and "LABEL" in out
+        assert "--svg FILE" in out and "NCHW4" in out
 
 
 # ---- bench ----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The command line: ``python -m strided explain ...`` and ``python -m strided bench ...``.
 
 A thin argparse front end (``strided/__main__.py`` only calls :func:`main`): the text comes from
-:mod:`strided._cli.explain`, the relayout benchmark (``bench``, ``bench copy``) from
+:mod:`strided._cli.explain`, the figures of ``explain --svg FILE`` from :mod:`strided._cli.svg`,
+the relayout benchmark (``bench``, ``bench copy``) from
 :mod:`strided._cli.bench_copy`, the conversion benchmark (``bench convert``) from
 :mod:`strided._cli.bench_convert` and the per-call benchmark of ``Layout`` (``bench layout``)
 from :mod:`strided._cli.bench_layout`. Bad arguments, and every ``ValueError``, ``TypeError`` or
@@ -18,7 +19,7 @@ from typing import NoReturn
 
 import strided
 from strided._cli.explain import explain, walkthrough
-from strided.formats import CANONICAL, strides_agree
+from strided.formats import CANONICAL, BlockedFormat, parse_blocked, strides_agree
 from strided.layout import Layout
 
 _VALUE_OPTIONS = frozenset({"--sizes", "--strides", "--itemsize", "--offset"})
@@ -31,6 +32,11 @@ overlaps), the logical tensor and the memory map as the DirectML documentation d
 offset row and a value row, the elements named A, B, C... in row-major index order, x for
 padding, A/D for an offset several elements share.
 
+With --svg FILE, draw the same as an SVG figure instead (the logical tensor, the buffer cells
+with their offsets, one colour per channel or row) and print only where it was written. Blocked
+formats (NCHW4, NCHW32, CHWN4, nChw16c, ...) are drawn with --svg only: their buffer is no
+strided layout of the logical NCHW tensor.
+
 With no arguments, walk through the examples of the DirectML strides documentation."""
 
 _EXPLAIN_EPILOG = """\
@@ -40,10 +46,12 @@ innermost. A LABEL together with --strides is accepted only when the strides are
 packed strides (dims of size 1 excepted); the strides are then used as given.
 
 examples:
-  python -m strided explain NHWC --sizes 1,1,3,5 --itemsize 2
+  python -m strided explain NHWC --sizes 1,3,2,2 --itemsize 2
   python -m strided explain --sizes 2,3 --strides 5,1
   python -m strided explain NHWC --sizes 2,3,4,5 --broadcast C
-  python -m strided explain --sizes 2,3 --strides=-3,1 --offset 3"""
+  python -m strided explain --sizes 2,3 --strides=-3,1 --offset 3
+  python -m strided explain NHWC --sizes 1,3,2,2 --svg nhwc.svg
+  python -m strided explain NCHW4 --sizes 1,6,2,2 --svg nchw4.svg"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -131,11 +139,12 @@ def _explanation_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     parser.add_argument(
         "label", nargs="?", metavar="LABEL",
         help="a named layout (NCHW, NHWC, WH, NCDHW, ...), or C (row-major) or F (column-major); "
-             "without --strides the strides are its packed strides",
+             "without --strides the strides are its packed strides. With --svg, also a blocked "
+             "format (NCHW4, NCHW32, CHWN4, nChw16c, ...) of sizes N,C,H,W",
     )
     parser.add_argument(
         "--sizes", type=_sizes, metavar="N,N,...",
-        help="sizes in canonical order, comma-separated (1,1,3,5; 1x1x3x5 also works)",
+        help="sizes in canonical order, comma-separated (1,3,2,2; 1x3x2x2 also works)",
     )
     parser.add_argument(
         "--strides", type=_strides, metavar="S,S,...",
@@ -150,6 +159,11 @@ def _explanation_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     )
     parser.add_argument("--offset", type=_integer, default=0, metavar="N",
                         help="element offset of index (0, ..., 0) (default: 0)")
+    parser.add_argument(
+        "--svg", metavar="FILE",
+        help="draw the layout as an SVG figure into FILE instead of printing the text; "
+             "blocked formats too",
+    )
     return parser
 
 
@@ -209,19 +223,70 @@ def _title(args: argparse.Namespace, layout: Layout) -> str | None:
     return f"{args.label}, sizes {layout.sizes}{broadcast}"
 
 
+def _blocked_format(label: str | None) -> BlockedFormat | None:
+    """The blocked format a LABEL names (NCHW4, CHWN4, nChw16c, ...), or None."""
+    if label is None:
+        return None
+    try:
+        return parse_blocked(label)
+    except ValueError:
+        return None
+
+
+def _blocked_figure(args: argparse.Namespace, fmt: BlockedFormat) -> str:
+    """``explain NCHW4 --sizes ... --svg FILE``: the figure of a blocked format."""
+    from strided._cli.svg import blocked_svg
+
+    if args.svg is None:
+        raise ValueError(
+            f"LABEL {args.label!r} is a blocked format, which the text explanation cannot show "
+            f"(its buffer is no strided layout of the logical NCHW tensor): draw it with "
+            f"--svg FILE"
+        )
+    if args.strides is not None or args.broadcast is not None or args.offset:
+        raise ValueError(f"LABEL {args.label!r} is a blocked format, always packed: --strides, "
+                         f"--broadcast and --offset do not apply to it")
+    title = f"{args.label}, logical sizes (N, C, H, W) = {tuple(args.sizes)}"
+    return blocked_svg(args.sizes, fmt, itemsize=args.itemsize, title=title)
+
+
+def _layout_figure(args: argparse.Namespace) -> str:
+    from strided._cli.svg import layout_svg
+
+    layout = _layout_from(args)
+    return layout_svg(layout, title=_title(args, layout))
+
+
+def _write_figure(path: str, svg: str, parser: argparse.ArgumentParser) -> None:
+    # bytes, not text: the same figure is the same file on every platform (no \r\n)
+    try:
+        with open(path, "wb") as file:
+            file.write(svg.encode("utf-8"))
+    except OSError as exc:
+        parser.error(f"--svg {path!r}: cannot write the figure: {exc.strerror or exc}")
+
+
 def _print_explanation(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    given = [args.label, args.strides, args.broadcast]
+    given = [args.label, args.strides, args.broadcast, args.svg]
     if args.sizes is None:
         if any(value is not None for value in given) or args.itemsize != 1 or args.offset:
             parser.error("--sizes is required to explain a layout")
         print(walkthrough())
         return 0
+    blocked = _blocked_format(args.label)
     try:
-        layout = _layout_from(args)
-        text = explain(layout, title=_title(args, layout))
+        if blocked is not None:
+            figure = _blocked_figure(args, blocked)
+        elif args.svg is not None:
+            figure = _layout_figure(args)
+        else:
+            layout = _layout_from(args)
+            print(explain(layout, title=_title(args, layout)))
+            return 0
     except (ValueError, TypeError, OverflowError) as exc:
         parser.error(str(exc))
-    print(text)
+    _write_figure(args.svg, figure, parser)
+    print(f"wrote {args.svg}")
     return 0
 
 

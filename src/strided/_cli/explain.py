@@ -22,18 +22,24 @@ from __future__ import annotations
 import string
 import textwrap
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from strided._core import TooHardError
 from strided.layout import Layout
 
 __all__ = [
+    "MapWindow",
+    "cell_text",
     "documentation_examples",
     "element_list",
     "element_name",
+    "element_names",
     "explain",
     "logical_grid",
+    "map_window",
     "memory_map",
     "properties",
+    "row_major_indices",
     "walkthrough",
 ]
 
@@ -154,7 +160,7 @@ def properties(layout: Layout) -> list[tuple[str, str]]:
 
     Examples
     --------
-    >>> dict(properties(Layout((1, 1, 3, 5), (15, 1, 5, 1), itemsize=2)))["buffer size"]
+    >>> dict(properties(Layout((1, 3, 1, 5), (15, 1, 15, 3), itemsize=2)))["buffer size"]
     '32 bytes (DirectML, rounded up to 4); exact 30 bytes'
     """
     return [
@@ -188,13 +194,19 @@ def _grid_rows(sizes: tuple[int, ...], prefix: tuple[int, ...], positions: Layou
     ]
 
 
-def _prefixes(sizes: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-    """Every index of the leading dimensions, row-major."""
+def row_major_indices(sizes: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """Every index of ``sizes``, in row-major order: the ``k``-th is element ``k``'s.
+
+    Examples
+    --------
+    >>> list(row_major_indices((2, 2)))
+    [(0, 0), (0, 1), (1, 0), (1, 1)]
+    """
     if not sizes:
         yield ()
         return
     for head in range(sizes[0]):
-        for tail in _prefixes(sizes[1:]):
+        for tail in row_major_indices(sizes[1:]):
             yield (head, *tail)
 
 
@@ -222,7 +234,7 @@ def logical_grid(layout: Layout) -> str:
     if layout.ndim == 1:
         return " ".join(element_name(k).rjust(width) for k in range(layout.size))
     lines: list[str] = []
-    for prefix in _prefixes(layout.sizes[:-2]):
+    for prefix in row_major_indices(layout.sizes[:-2]):
         if layout.ndim > 2:
             lines.append(_slice_header(prefix))
         lines.extend(_grid_rows(layout.sizes, prefix, positions, width))
@@ -242,7 +254,7 @@ def element_list(layout: Layout) -> str:
     positions = _row_major(layout)
     entries = [
         f"{_name_of(index, positions)} {_tuple(index)} -> {layout.offset_of(index)}"
-        for index in _prefixes(layout.sizes)
+        for index in row_major_indices(layout.sizes)
     ]
     width = max(map(len, entries))
     per_line = max(1, (LINE_WIDTH + 3) // (width + 3))
@@ -320,7 +332,14 @@ def _map_end(layout: Layout) -> tuple[int, str]:
                  f"{buffer_bytes}, a multiple of 4).")
 
 
-def _cell(names: list[str]) -> str:
+def cell_text(names: list[str]) -> str:
+    """What a map cell shows: ``x`` for no element, ``A/D`` for a few, ``A/D+3`` for many.
+
+    Examples
+    --------
+    >>> cell_text([]), cell_text(["A"]), cell_text(["A", "D", "G"]), cell_text(list("ADGJ"))
+    ('x', 'A', 'A/D/G', 'A/D+2')
+    """
     if not names:
         return _GAP
     if len(names) <= 3:
@@ -351,6 +370,94 @@ def _shared_note(cells: dict[int, list[str]]) -> str:
     shown = "; ".join(f"{off}: {_names(names)}" for off, names in shared[:8])
     more = f"; ... ({len(shared) - 8} more offsets)" if len(shared) > 8 else ""
     return f"{_plural(len(shared), 'offset')} shown hold several elements: {shown}{more}."
+
+
+@dataclass(frozen=True)
+class MapWindow:
+    """The offsets a memory map draws, and the elements found at each.
+
+    Built by :func:`map_window`; the text map (:func:`memory_map`) and the SVG figure
+    (:mod:`strided._cli.svg`) both draw from it, so they always agree.
+
+    Attributes
+    ----------
+    first, last : int
+        The lowest and the highest offset drawn.
+    end : int
+        The last offset of the whole map; ``last < end`` when the window is capped.
+    found : dict of int to list of tuple of int
+        Offset -> indices of the elements stored there, in row-major index order; an offset in
+        ``first..last`` that is missing holds no element (padding).
+    capped : bool
+        Whether the search stopped after :data:`MAX_MAP_ELEMENTS` elements (a huge broadcast);
+        the lists in ``found`` may then be incomplete.
+    trailing : str
+        A remark on the offsets drawn after the last element, or ``""``.
+    """
+
+    first: int
+    last: int
+    end: int
+    found: dict[int, list[tuple[int, ...]]]
+    capped: bool
+    trailing: str
+
+    def notes(self, names: dict[int, list[str]]) -> list[str]:
+        """The remarks printed under a map: trailing offsets, shared offsets, truncation.
+
+        Parameters
+        ----------
+        names : dict of int to list of str
+            Offset -> the names of the elements drawn there.
+        """
+        notes = [self.trailing, _shared_note(names)]
+        if self.last < self.end:
+            notes.append(f"truncated: offsets {self.first}..{self.last} of {self.first}.."
+                         f"{self.end} shown ({self.end - self.last} more not shown).")
+        if self.capped:
+            notes.append(f"truncated: only the first {MAX_MAP_ELEMENTS} elements found are "
+                         f"placed (the counts of shared offsets are lower bounds).")
+        return [note for note in notes if note]
+
+
+def map_window(layout: Layout, max_offsets: int = MAX_OFFSETS) -> MapWindow | None:
+    """The offsets the memory map of ``layout`` draws and the elements at each.
+
+    Columns run from the lowest offset reached to the end of the buffer (the DirectML buffer
+    size, or the outermost stride's extent when that is longer), at most ``max_offsets`` of
+    them. Every offset comes from :meth:`Layout.offset_of` and :attr:`Layout.span`.
+
+    Parameters
+    ----------
+    layout : Layout
+        Any layout.
+    max_offsets : int, optional
+        The most offsets drawn (default :data:`MAX_OFFSETS`).
+
+    Returns
+    -------
+    MapWindow or None
+        None for an empty layout (a size is 0): it has no map.
+
+    Examples
+    --------
+    >>> window = map_window(Layout((2, 2), (0, 1)))
+    >>> window.first, window.last, window.found
+    (0, 3, {0: [(0, 0), (1, 0)], 1: [(0, 1), (1, 1)]})
+    """
+    if layout.size == 0:
+        return None
+    lo, _ = layout.span
+    end, trailing = _map_end(layout)
+    last = min(end, lo + max(1, max_offsets) - 1)
+    found: dict[int, list[tuple[int, ...]]] = {}
+    placed = 0
+    for index, offset in _elements_in(layout, lo, last):
+        found.setdefault(offset, []).append(index)
+        placed += 1
+        if placed >= MAX_MAP_ELEMENTS:
+            break
+    return MapWindow(lo, last, end, found, placed >= MAX_MAP_ELEMENTS, trailing)
 
 
 def memory_map(layout: Layout) -> str:
@@ -385,30 +492,28 @@ def memory_map(layout: Layout) -> str:
     value   A D B E C F x x
     offsets 6..7: DirectML buffer padding (6 bytes rounded up to 8, a multiple of 4).
     """
-    if layout.size == 0:
+    window = map_window(layout)
+    if window is None:
         return "(empty: a size is 0, no element is stored)"
-    lo, _ = layout.span
-    end, trailing_note = _map_end(layout)
-    last = min(end, lo + MAX_OFFSETS - 1)
-    positions = _row_major(layout)
-    cells: dict[int, list[str]] = {}
-    placed = 0
-    for index, offset in _elements_in(layout, lo, last):
-        cells.setdefault(offset, []).append(_name_of(index, positions))
-        placed += 1
-        if placed >= MAX_MAP_ELEMENTS:
-            break
-    offsets = list(range(lo, last + 1))
-    lines = _wrap_rows([str(o) for o in offsets], [_cell(cells.get(o, [])) for o in offsets])
-    notes = [trailing_note, _shared_note(cells)]
-    if last < end:
-        notes.append(f"truncated: offsets {lo}..{last} of {lo}..{end} shown "
-                     f"({end - last} more not shown).")
-    if placed >= MAX_MAP_ELEMENTS:
-        notes.append(f"truncated: only the first {MAX_MAP_ELEMENTS} elements found are placed "
-                     f"(the counts of shared offsets are lower bounds).")
+    names = element_names(layout, window)
+    offsets = list(range(window.first, window.last + 1))
+    lines = _wrap_rows([str(o) for o in offsets], [cell_text(names.get(o, [])) for o in offsets])
     return "\n".join(lines + [textwrap.fill(note, LINE_WIDTH, subsequent_indent="  ")
-                              for note in notes if note])
+                              for note in window.notes(names)])
+
+
+def element_names(layout: Layout, window: MapWindow) -> dict[int, list[str]]:
+    """Offset -> the names of the elements ``window`` found there (row-major order).
+
+    Examples
+    --------
+    >>> L = Layout((2, 2), (0, 1))
+    >>> element_names(L, map_window(L))
+    {0: ['A', 'C'], 1: ['B', 'D']}
+    """
+    positions = _row_major(layout)
+    return {offset: [_name_of(index, positions) for index in indices]
+            for offset, indices in window.found.items()}
 
 
 # ---- the whole explanation ------------------------------------------------------------------
@@ -486,7 +591,7 @@ def documentation_examples() -> list[tuple[str, Layout]]:
     Examples
     --------
     >>> [layout.strides for _, layout in documentation_examples()]
-    [(3, 1), (1, 2), (6, 3, 1), (5, 1), (0, 1), (15, 15, 5, 1), (15, 1, 5, 1)]
+    [(3, 1), (1, 2), (6, 3, 1), (5, 1), (0, 1), (12, 4, 2, 1), (12, 1, 6, 3), (3, 1)]
     """
     return [
         ("2x3 float32, row-major (HW): the height-stride is the width, 3",
@@ -499,10 +604,13 @@ def documentation_examples() -> list[tuple[str, Layout]]:
          Layout((2, 3), (5, 1), itemsize=4)),
         ("2x3 float32, broadcast row: a height-stride of 0, so D E F repeat the offsets of A B C",
          Layout((2, 3), (0, 1), itemsize=4)),
-        ("packed NCHW float16, sizes (1, 1, 3, 5): strides (15, 15, 5, 1)",
-         Layout.packed((1, 1, 3, 5), "NCHW", itemsize=2)),
-        ("packed NHWC float16, sizes (1, 1, 3, 5): strides (15, 1, 5, 1); C = 1: NCHW's memory",
-         Layout.packed((1, 1, 3, 5), "NHWC", itemsize=2)),
+        ("packed NCHW float16, sizes (1, 3, 2, 2), three channels of 2x2 pixels: strides "
+         "(12, 4, 2, 1), each channel a block of four", Layout.packed((1, 3, 2, 2), "NCHW",
+                                                                      itemsize=2)),
+        ("packed NHWC float16, the same tensor channels-last: strides (12, 1, 6, 3), the three "
+         "channels of each pixel side by side", Layout.packed((1, 3, 2, 2), "NHWC", itemsize=2)),
+        ("2x3 uint8, row-major: 6 bytes, rounded up to 8 (DirectML buffer sizes are multiples "
+         "of 4 bytes)", Layout((2, 3), itemsize=1)),
     ]
 
 
