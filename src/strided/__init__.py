@@ -9,8 +9,8 @@ without its 32-bit wrap.
 Examples
 --------
 >>> import strided as st
->>> st.packed_strides((1, 1, 3, 5), "NHWC")
-(15, 1, 5, 1)
+>>> st.packed_strides((1, 3, 2, 2), "NHWC")       # channels-last: C has stride 1
+(12, 1, 6, 3)
 >>> L = st.Layout((2, 3), (5, 1), itemsize=4)
 >>> L.is_padded, L.buffer_size(align=1)
 (True, 32)

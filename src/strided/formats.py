@@ -12,8 +12,8 @@ split into blocks of ``x`` and zero-padded up to a multiple of ``x``.
 Examples
 --------
 >>> from strided.formats import packed_strides, blocked_shape
->>> packed_strides((1, 1, 3, 5), "NHWC")
-(15, 1, 5, 1)
+>>> packed_strides((1, 3, 2, 2), "NHWC")
+(12, 1, 6, 3)
 >>> packed_strides((2, 3, 4, 5), "NHWC", broadcast=(False, True, False, False))
 (20, 0, 5, 1)
 >>> blocked_shape((2, 6, 3, 3), "NCHW4")
@@ -183,8 +183,8 @@ def packed_strides(
     --------
     >>> packed_strides((2, 2, 3))
     (6, 3, 1)
-    >>> packed_strides((1, 1, 3, 5), "NHWC")
-    (15, 1, 5, 1)
+    >>> packed_strides((1, 3, 2, 2), "NHWC")
+    (12, 1, 6, 3)
     >>> packed_strides((2, 3), "F")
     (1, 2)
     >>> packed_strides((2, 3, 4, 5), "NHWC", broadcast=(False, True, False, False))

@@ -75,8 +75,8 @@ class Layout:
     (7, (0, 7), True, False)
     >>> Layout((2, 5), itemsize=4).byte_strides   # int32: numpy's byte strides
     (20, 4)
-    >>> Layout.packed((1, 1, 3, 5), "NHWC").strides
-    (15, 1, 5, 1)
+    >>> Layout.packed((1, 3, 2, 2), "NHWC").strides
+    (12, 1, 6, 3)
     >>> Layout(range(2, 4)) == Layout([2, 3]) == Layout((2, 3))
     True
     >>> Layout(5).sizes
