@@ -26,7 +26,7 @@ GENERATED = HERE / "generated"
 project = "strided"
 author = "The strided developers"
 copyright = "the strided developers"
-release = getattr(strided, "__version__", "0.1.0")
+release = strided.__version__  # the one source of the version (src/strided/__init__.py)
 version = release
 
 # -- General --------------------------------------------------------------------------------------
