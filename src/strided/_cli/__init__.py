@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 import strided
+
+# the one-line-error parser every command uses, the benchmarks' included
+from strided._cli._report import OneLineParser as _Parser
 from strided._cli.explain import explain, walkthrough
 from strided.formats import CANONICAL, BlockedFormat, parse_blocked, strides_agree
 from strided.layout import Layout
@@ -52,13 +54,6 @@ examples:
   python -m strided explain --sizes 2,3 --strides=-3,1 --offset 3
   python -m strided explain NHWC --sizes 1,3,2,2 --svg nhwc.svg
   python -m strided explain NCHW4 --sizes 1,6,2,2 --svg nchw4.svg"""
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line: ``PROG: error: MESSAGE``."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 # ---- argument values ------------------------------------------------------------------------

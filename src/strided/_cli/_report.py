@@ -26,9 +26,10 @@ import platform
 import statistics
 import timeit
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 __all__ = [
+    "OneLineParser",
     "calibrate",
     "check_sampling",
     "cpu_model",
@@ -46,6 +47,32 @@ _SIMD_NAMES = {0: "baseline (SSE2 on x86-64)", 1: "SSSE3", 2: "SSSE3 and AVX2"}
 
 
 # ---- options and contenders ------------------------------------------------------------------
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, ``PROG: error: MESSAGE``, and exit status 2.
+
+    argparse's own ``error`` prints the whole usage first; every command of ``python -m
+    strided`` (explain and each benchmark) promises a single line instead.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> parser = OneLineParser(prog="strided bench")
+    >>> _ = parser.add_argument("--repeat", type=int)
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...     try:
+    ...         parser.parse_args(["--repeat", "x"])
+    ...     except SystemExit as exc:
+    ...         print(exc.code)
+    2
+    >>> print(err.getvalue(), end="")
+    strided bench: error: argument --repeat: invalid int value: 'x'
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def check_sampling(parser: argparse.ArgumentParser, repeat: int, sample_ms: float) -> None:

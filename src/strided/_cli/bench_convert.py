@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from strided._cli._report import (
+    OneLineParser,
     check_sampling,
     machine_facts,
     optional_module,
@@ -1015,7 +1016,7 @@ def _threads(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> int:
     """Run the conversion benchmark and print the report; return the exit status (0)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=prog,
         description="Conversion benchmark (issue 13 §4): strided.copyto with a dtype change "
                     "(and scale/shift) against numpy, torch and OpenCV chains, a contiguous "

@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from strided._cli._report import (
+    OneLineParser,
     check_sampling,
     machine_facts,
     optional_module,
@@ -877,7 +878,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
         samples: seconds) instead of the full run (every case at 4, 64 and 512 MiB, 7
         samples). ``--full`` restores the full defaults.
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=prog,
         description="Relayout benchmark: strided.copyto against np.copyto, torch's copy_ (same "
                     "thread count) and a contiguous memcpy of the same bytes, paired and "

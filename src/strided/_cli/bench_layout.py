@@ -58,7 +58,6 @@ True
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import statistics
@@ -71,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from strided._cli._report import (
+    OneLineParser,
     check_sampling,
     loop_overhead_ns,
     machine_facts,
@@ -492,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         Command-line arguments (default ``sys.argv[1:]``): ``--quick``, ``--repeat N``,
         ``--sample-ms MS``, ``--no-torch``, ``--markdown``.
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m strided bench layout",
         description="Per-call cost of strided.Layout (construction, span, is_contiguous, "
                     "is_packed, overlaps, buffer_size) against the numpy and torch calls that "
