@@ -309,13 +309,20 @@ other benchmarks:
   python -m strided bench convert [--quick] [--cases ...]   dtype conversion (copyto with
       scale/shift: normalize, to uint8, int8 quantization, float16/bfloat16) against numpy,
       torch and OpenCV, at 1 and 2 threads (--help lists its options)
-  python -m strided bench layout [--quick]   the per-call cost of Layout"""
+  python -m strided bench layout [--quick]   the per-call cost of Layout
+  python -m strided bench plot RECORD.json [--plot FILE]   print a run recorded with --json
+      FILE and draw its chart, without timing anything"""
 
 
 def _run_benchmark(argv: list[str]) -> int:
     """``bench [copy] ...``: the relayout benchmark; ``bench convert ...``: the conversion
-    benchmark; ``bench layout ...``: Layout's call cost."""
+    benchmark; ``bench layout ...``: Layout's call cost; ``bench plot RECORD.json``: a recorded
+    run of the first two, printed and drawn again."""
     try:
+        if argv[:1] == ["plot"]:
+            from strided._cli import plot
+
+            return int(plot.main(argv[1:], prog="python -m strided bench plot") or 0)
         if argv[:1] == ["layout"]:
             from strided._cli import bench_layout
 

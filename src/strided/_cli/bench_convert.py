@@ -43,6 +43,7 @@ import argparse
 import ctypes
 import gc
 import math
+import shlex
 import statistics
 import sys
 import time
@@ -54,12 +55,15 @@ from typing import Any
 
 import numpy as np
 
+from strided._cli import plot
 from strided._cli._report import (
     OneLineParser,
     check_sampling,
     machine_facts,
+    new_record,
     optional_module,
     paired_ratio,
+    record_row,
     render_table,
     sample_alternating,
     select_by_name,
@@ -83,6 +87,7 @@ __all__ = [
     "run_config",
     "select_cases",
     "target_summary",
+    "to_record",
 ]
 
 MiB = 1 << 20
@@ -995,6 +1000,27 @@ def report(results: Sequence[Result], libs: Libraries, *, repeat: int, sample_ms
     return "\n\n".join(parts)
 
 
+def to_record(results: Sequence[Result], libs: Libraries, *, settings: dict[str, Any],
+              command: str, note: str | None = None, quick: bool = False) -> dict[str, Any]:
+    """The run as a record (:func:`strided._cli._report.new_record`): what ``--json`` writes
+    and ``--plot`` draws. GB/s counts the bytes read + written by the conversion (source and
+    destination tensors), as the tables do, for every contender."""
+    rows = [record_row(r.case.name, r.label, r.threads, r.nbytes, r.times,
+                       ratios={kind: r.ratio(kind) for kind in ("peer", "floor", "memcpy")},
+                       best_peer=r.best("peer"), others=r.others)
+            for r in results]
+    contenders = {name: role for case in dict.fromkeys(r.case for r in results)
+                  for name, role in case.columns if any(r.times.get(name) for r in results)}
+    versions = {label: None if mod is None else str(mod.__version__)
+                for label, mod in (("torch", libs.torch), ("cv2", libs.cv2),
+                                   ("ml_dtypes", libs.ml_dtypes))}
+    return new_record(
+        "convert", "strided.copyto converting against numpy, torch, OpenCV and the floors: "
+                   "dtype conversions", contenders=contenders, rows=rows, settings=settings,
+        versions=versions, command=command, note=note,
+        summary=target_summary(results, quick=quick).splitlines())
+
+
 # --------------------------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------------------------
@@ -1015,7 +1041,13 @@ def _threads(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> int:
-    """Run the conversion benchmark and print the report; return the exit status (0)."""
+    """Run the conversion benchmark and print the report; return the exit status (0).
+
+    Bad arguments exit with status 2 and one line on stderr, and so do ``--plot`` without
+    matplotlib and ``--json``/``--plot`` files in a missing directory, before anything is
+    timed. ``--json FILE`` writes the results as a record (:func:`to_record`), ``--plot FILE``
+    draws them (:func:`strided._cli.plot.draw`), after the report.
+    """
     parser = OneLineParser(
         prog=prog,
         description="Conversion benchmark (issue 13 §4): strided.copyto with a dtype change "
@@ -1039,7 +1071,10 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> in
     parser.add_argument("--no-torch", action="store_true", help="leave torch out")
     parser.add_argument("--no-cv2", action="store_true", help="leave OpenCV out")
     parser.add_argument("--markdown", action="store_true", help="print markdown pipe tables")
+    plot.add_options(parser)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    plot.check_outputs(parser, plot=args.plot, json=args.json)
     try:
         cases = select_cases(args.cases)
     except ValueError as exc:
@@ -1057,6 +1092,12 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> in
                   quick=args.quick, progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(report(results, libs, repeat=repeat, sample_ms=sample_ms, quick=args.quick,
                  markdown=args.markdown))
+    if args.json is not None or args.plot is not None:
+        settings = {"cases": [c.name for c in cases], "threads": threads, "repeat": repeat,
+                    "sample_ms": sample_ms, "quick": args.quick}
+        record = to_record(results, libs, settings=settings, quick=args.quick,
+                           command=f"{prog} {shlex.join(argv)}".strip(), note=args.note)
+        plot.save(parser, record, plot=args.plot, json=args.json)
     return 0
 
 

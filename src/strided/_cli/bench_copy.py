@@ -50,6 +50,7 @@ import ctypes
 import gc
 import math
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -61,12 +62,15 @@ from typing import Any
 
 import numpy as np
 
+from strided._cli import plot
 from strided._cli._report import (
     OneLineParser,
     check_sampling,
     machine_facts,
+    new_record,
     optional_module,
     paired_ratio,
+    record_row,
     render_table,
     sample_alternating,
     select_by_name,
@@ -87,6 +91,7 @@ __all__ = [
     "select_cases",
     "small_copy",
     "target_summary",
+    "to_record",
 ]
 
 MiB = 1 << 20
@@ -825,6 +830,36 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
     return "\n\n".join([head, *parts])
 
 
+#: Every contender's role in a record; memcpy_par is named "memcpy xT" there, as in the table.
+_ROLES = {"strided": "strided", "numpy": "peer", "torch": "peer", "cv2": "peer",
+          "memcpy": "memcpy", "memcpy_par": "memcpy"}
+
+
+def to_record(results: Sequence[Result], small: SmallCopy | None, *, settings: dict[str, Any],
+              versions: dict[str, str | None], command: str, note: str | None = None
+              ) -> dict[str, Any]:
+    """The run as a record (:func:`strided._cli._report.new_record`): what ``--json`` writes
+    and ``--plot`` draws. GB/s counts 2 x the logical tensor's bytes, as the table does."""
+    threads = results[0].threads if results else TARGET_THREADS
+    display = {"memcpy_par": f"memcpy x{threads}"}
+    several_sizes = len({r.size for r in results}) > 1
+    rows = []
+    for r in results:
+        config = r.dtype + (f" {_fmt_mib(r.mib)} MiB" if several_sizes else "")
+        times = {display.get(name, name): samples for name, samples in r.times.items()}
+        rows.append(record_row(
+            r.case.name, config, r.threads, 2 * r.nbytes, times,
+            ratios={"peer": r.ratio(r.best_peer), "memcpy": r.ratio("memcpy")},
+            best_peer=r.best_peer, others=r.others,
+            extra={"dtype": r.dtype, "mib": round(r.mib, 3), "shape": list(r.shape)}))
+    contenders = {display.get(name, name): role for name, role in _ROLES.items()
+                  if any(r.times.get(name) for r in results)}
+    return new_record(
+        "copy", "strided.copyto against np.copyto, torch copy_, OpenCV and memcpy: relayouts",
+        contenders=contenders, rows=rows, settings=settings, versions=versions,
+        command=command, note=note, summary=target_summary(results, small).splitlines())
+
+
 # --------------------------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------------------------
@@ -877,6 +912,11 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
         Options not given take the small embedded default (4 MiB, a subset of the cases, 5
         samples: seconds) instead of the full run (every case at 4, 64 and 512 MiB, 7
         samples). ``--full`` restores the full defaults.
+
+    Bad arguments exit with status 2 and one line on stderr, and so do ``--plot`` without
+    matplotlib and ``--json``/``--plot`` files in a missing directory, before anything is
+    timed. ``--json FILE`` writes the results as a record (:func:`to_record`), ``--plot FILE``
+    draws them (:func:`strided._cli.plot.draw`), after the report.
     """
     parser = OneLineParser(
         prog=prog,
@@ -910,7 +950,10 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     parser.add_argument("--no-cv2", action="store_true", help="leave OpenCV out")
     parser.add_argument("--no-small", action="store_true", help="skip the 16-element copy")
     parser.add_argument("--markdown", action="store_true", help="print a markdown pipe table")
+    plot.add_options(parser)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    plot.check_outputs(parser, plot=args.plot, json=args.json)
 
     small = small_default and not args.full
     sizes = args.sizes or list(SMALL_SIZES if small else FULL_SIZES)
@@ -937,9 +980,18 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     if not args.no_small:
         small_result = small_copy(repeat=max(repeat, 5), sample_ms=4 * sample_ms,
                                   with_torch=torch is not None)
+    torch_version = None if torch is None else str(torch.__version__)
     print(report(results, small_result, repeat=repeat, sample_ms=sample_ms,
-                 torch_version=None if torch is None else str(torch.__version__),
-                 markdown=args.markdown))
+                 torch_version=torch_version, markdown=args.markdown))
+    if args.json is not None or args.plot is not None:
+        cv2 = _cv2() if any("cv2" in r.times for r in results) else None
+        settings = {"sizes_mib": sizes, "dtypes": dtypes, "cases": [c.name for c in cases],
+                    "threads": [threads], "repeat": repeat, "sample_ms": sample_ms}
+        record = to_record(results, small_result, settings=settings,
+                           versions={"torch": torch_version,
+                                     "cv2": None if cv2 is None else str(cv2.__version__)},
+                           command=f"{prog} {shlex.join(argv)}".strip(), note=args.note)
+        plot.save(parser, record, plot=args.plot, json=args.json)
     return 0
 
 
