@@ -693,3 +693,41 @@ def test_convert_benchmark_script_runs() -> None:
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if re.match(r"\| [<-]", line)]
     assert len(rows) == 4, result.stdout
+
+
+# ---- bad arguments: one line, exit status 2, for every bench sub-command ---------------------
+
+
+@pytest.mark.parametrize("argv, prog, message", [
+    (["bench", "--no-such-option"], "bench", "unrecognized arguments: --no-such-option"),
+    (["bench", "copy", "--sizes", "0"], "bench", "sizes must be positive MiB"),
+    (["bench", "--repeat"], "bench", "argument --repeat: expected one argument"),
+    (["bench", "--plot", "chart.gif"], "bench", "the format comes from the extension"),
+    (["bench", "--json", "/no/such/dir/r.json"], "bench", "'/no/such/dir' does not exist"),
+    (["bench", "convert", "--threads", "x"], "bench convert", "expected thread counts"),
+    (["bench", "convert", "--cases", "nope"], "bench convert", "no case matches 'nope'"),
+    (["bench", "convert", "--plot", "c.txt"], "bench convert", "one of .svg, .png, .pdf"),
+    (["bench", "layout", "--repeat", "0"], "bench layout", "--repeat must be >= 1"),
+    (["bench", "layout", "--sample-ms", "x"], "bench layout", "invalid float value: 'x'"),
+    (["bench", "plot"], "bench plot", "the following arguments are required: RECORD.json"),
+    (["bench", "plot", "/no/such/record.json"], "bench plot", "cannot read"),
+    (["bench", "plot", "r.json", "--plot", "c.jpg"], "bench plot", "from the extension"),
+])
+def test_bench_commands_report_bad_arguments_in_one_line(
+        argv: list[str], prog: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from strided._cli import main as cli_main
+
+    assert cli_main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"python -m strided {prog}: error: ") and message in err, err
+
+
+def test_benchmark_scripts_report_bad_arguments_in_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for main_function in (bench_copy.main, bench_convert.main, main):
+        with pytest.raises(SystemExit) as exc:
+            main_function(["--repeat", "0"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ": error: --repeat must be >= 1" in err, err
