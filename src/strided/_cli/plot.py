@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -340,8 +341,13 @@ def describe(record: Mapping[str, Any], *, markdown: bool = False) -> str:
     """
     facts = _facts(record)
     table = _table(record, markdown)
-    head = ("\n".join(f"- {f}" for f in facts) if markdown
-            else "\n".join([str(record.get("title", "")), *(f"  {f}" for f in facts)]))
+    if markdown:
+        head = "\n".join(f"- {f}" for f in facts)
+    else:  # wrapped: the facts are long (the command, the settings)
+        head = "\n".join([str(record.get("title", "")),
+                          *(textwrap.fill(f, 100, initial_indent="  ", subsequent_indent="    ",
+                                          break_on_hyphens=False, break_long_words=False)
+                            for f in facts)])
     parts = [head, table]
     if record.get("summary"):
         parts.append("\n".join(record["summary"]))
@@ -361,18 +367,20 @@ def _facts(record: Mapping[str, Any]) -> list[str]:
     facts.append("versions: " + ", ".join(f"{k} {v}" for k, v in record["versions"].items()))
     settings = record.get("settings")
     if settings:
-        facts.append("settings: " + ", ".join(f"{k} {_setting(v)}" for k, v in settings.items()))
+        facts.append("settings: " + "; ".join(f"{k}={_setting(v)}" for k, v in settings.items()))
     if machine.get("others_mean") is not None:
         facts.append(f"other processes used {100 * machine['others_mean']:.0f}% of the CPU on "
                      f"average while the cases were timed")
+    others = any(row.get("others") is not None for row in record["rows"])
     facts.append(f"GB/s = {record.get('gbps', '?')}; st/peer = strided / best peer, above 1 "
-                 f"strided is faster")
+                 f"strided is faster" + ("; others = the share of the CPU other processes "
+                                         "used while the row was timed" if others else ""))
     return facts
 
 
 def _setting(value: Any) -> str:
     if isinstance(value, list | tuple):
-        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -382,15 +390,18 @@ def _table(record: Mapping[str, Any], markdown: bool) -> str:
     kinds = [kind for kind in ("floor", "memcpy")
              if any(kind in row.get("ratios", {}) for row in record["rows"])]
     several = len(_threads(record)) > 1
+    others = any(row.get("others") is not None for row in record["rows"])
     header = ["case", "config", *(["thr"] if several else []), *names, "st/peer", "best peer",
-              *(f"st/{kind}" for kind in kinds)]
+              *(f"st/{kind}" for kind in kinds), *(["others"] if others else [])]
     rows = []
     for row in record["rows"]:
         ratios = row.get("ratios", {})
+        share = row.get("others")
         rows.append([row["case"], str(row["config"]), *([str(row["threads"])] if several else []),
                      *(_gbps(row["gbps"].get(name)) for name in names),
                      _ratio(ratios.get("peer")), row.get("best_peer") or "-",
-                     *(_ratio(ratios.get(kind)) for kind in kinds)])
+                     *(_ratio(ratios.get(kind)) for kind in kinds),
+                     *([("-" if share is None else f"{100 * share:.0f}%")] if others else [])])
     best = header.index("best peer")
     return render_table(header, rows, set(range(2, len(header))) - {best}, markdown)
 
