@@ -120,3 +120,53 @@ def _generate_memory_maps() -> None:
 
 
 _generate_memory_maps()
+
+
+# == performance.rst: the recorded benchmark runs (this block only) ==============================
+# Each record committed under benchmarks/results/ (JSON text) is printed by ``python -m strided
+# bench plot RECORD`` into generated/perf-NAME.txt (the machine, the versions, the table) and,
+# where matplotlib is installed, drawn into generated/perf-NAME.svg. generated/perf-NAME.rst holds
+# the image, or a note saying how to draw it, so that a build without matplotlib passes too.
+
+PERFORMANCE_RECORDS = ("relayout", "convert")
+
+
+def _bench_plot(args: list[str]) -> str:
+    cmd = [sys.executable, "-m", "strided", "bench", "plot", *args]
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    proc = subprocess.run(cmd, cwd=HERE.parent, env=env, capture_output=True, text=True,
+                          encoding="utf-8", check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[1:])} failed with exit status {proc.returncode}:\n"
+                           f"{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _generate_performance() -> None:
+    from importlib.util import find_spec
+
+    GENERATED.mkdir(exist_ok=True)
+    drawable = find_spec("matplotlib") is not None
+    for name in PERFORMANCE_RECORDS:
+        record = Path("benchmarks", "results", f"{name}.json")  # from the repository root
+        chart = GENERATED / f"perf-{name}.svg"
+        _write_if_changed(GENERATED / f"perf-{name}.txt",
+                          _bench_plot([str(record), *(["--plot", str(chart)] if drawable else [])]))
+        if drawable:
+            figure = (f".. image:: /generated/perf-{name}.svg\n   :width: 100%\n"
+                      f"   :alt: GB/s per case and contender, from {record.as_posix()}\n")
+        else:
+            figure = (f".. note::\n\n   The chart is drawn when the documentation is built, with "
+                      f"matplotlib, which was not installed for this build: "
+                      f"``python -m strided bench plot {record.as_posix()} --plot {name}.svg`` "
+                      f"draws it (``pip install \"strided[plot]\"``).\n")
+        _write_if_changed(GENERATED / f"perf-{name}.rst", figure)
+
+
+_generate_performance()
+# == end of the performance.rst block ============================================================
