@@ -48,12 +48,16 @@ __all__ = [
     "INSTALL",
     "LOG_SPREAD",
     "Chart",
+    "add_options",
     "chart_data",
     "check_outputs",
     "describe",
     "draw",
     "main",
+    "matplotlib_missing",
+    "row_label",
     "save",
+    "title_lines",
 ]
 
 #: The chart formats, by the extension of ``--plot FILE``.
