@@ -142,11 +142,6 @@ def _bench_plot(args: list[str]) -> str:
     return proc.stdout
 
 
-def _write_if_changed(path: Path, text: str) -> None:
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
-
-
 def _generate_performance() -> None:
     from importlib.util import find_spec
 
@@ -155,8 +150,8 @@ def _generate_performance() -> None:
     for name in PERFORMANCE_RECORDS:
         record = Path("benchmarks", "results", f"{name}.json")  # from the repository root
         chart = GENERATED / f"perf-{name}.svg"
-        _write_if_changed(GENERATED / f"perf-{name}.txt",
-                          _bench_plot([str(record), *(["--plot", str(chart)] if drawable else [])]))
+        text = _bench_plot([str(record), *(["--plot", str(chart)] if drawable else [])])
+        _write_if_changed(GENERATED / f"perf-{name}.txt", text.encode("utf-8"))
         if drawable:
             figure = (f".. image:: /generated/perf-{name}.svg\n   :width: 100%\n"
                       f"   :alt: GB/s per case and contender, from {record.as_posix()}\n")
@@ -165,7 +160,7 @@ def _generate_performance() -> None:
                       f"matplotlib, which was not installed for this build: "
                       f"``python -m strided bench plot {record.as_posix()} --plot {name}.svg`` "
                       f"draws it (``pip install \"strided[plot]\"``).\n")
-        _write_if_changed(GENERATED / f"perf-{name}.rst", figure)
+        _write_if_changed(GENERATED / f"perf-{name}.rst", figure.encode("utf-8"))
 
 
 _generate_performance()
