@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -342,3 +344,26 @@ def test_memory_map_columns_are_aligned() -> None:
 
 def test_title_comes_first() -> None:
     assert explain(Layout((2, 3)), title="demo").splitlines()[0] == "demo"
+
+
+RECORD = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "convert.json"
+
+
+@pytest.mark.parametrize("command", [["explain"], ["explain", "NHWC", "--sizes", "2,3,4,5"],
+                                     ["bench", "plot", str(RECORD)]],
+                         ids=["walkthrough", "layout", "bench-plot"])
+def test_a_closed_pipe_ends_quietly(command: list[str]) -> None:
+    """`python -m strided explain | head`: when the reader has gone, the command stops with
+    status 1 and no traceback. The pipe's read end is closed before the child starts, so every
+    write fails (EPIPE), deterministically."""
+    if command[0] == "bench" and not RECORD.is_file():
+        pytest.skip("needs the source tree (benchmarks/results/)")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "strided", *command], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr

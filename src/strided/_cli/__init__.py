@@ -13,6 +13,7 @@ from :mod:`strided._cli.bench_layout`. Bad arguments, and every ``ValueError``, 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -361,6 +362,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 2 for bad arguments (the message is one line on stderr).
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args_list)
+    except BrokenPipeError:
+        # The reader of our output went away (`python -m strided explain | head`): stop quietly,
+        # as cat does. stdout goes to /dev/null so that Python's flush at exit cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+
+
+def _dispatch(args_list: list[str]) -> int:
+    """``main`` after reading argv: a benchmark, or an explanation."""
     if args_list[:1] == ["bench"]:
         return _run_benchmark(args_list[1:])
     parser, explain_parser = _build_parser()
