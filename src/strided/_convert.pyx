@@ -30,8 +30,8 @@ from strided._copy cimport (
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
-    c_packed_strides, c_size, c_span, check_byte_span, default_max_work, entries, load_ints,
-    raise_too_hard, tuple_of,
+    c_packed_strides, c_size, c_span, check_byte_span, default_max_work, load_pair,
+    load_strides, raise_too_hard, tuple_of,
 )
 from strided._openmp cimport STRIDED_OPENMP_ENABLED
 
@@ -535,27 +535,17 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef int64_t src[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
     cdef int64_t count, length
-    cdef int nd, n, i, nthreads
+    cdef int nd, i, nthreads
     cdef char* dptr
     cdef const char* sptr
     cdef bint affine = scale is not None or shift is not None
-    nd = load_ints(sizes, "sizes", sz, True)
-    n = load_ints(dst_strides, "dst_strides", dst, False)
-    if n != nd:
-        raise ValueError(
-            f"dst_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
-    n = load_ints(src_strides, "src_strides", src, False)
-    if n != nd:
-        raise ValueError(
-            f"src_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
+    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
+    load_strides(src_strides, "src_strides", src, nd)
     if param_strides is None:
         for i in range(nd):
             par[i] = 0
     else:
-        n = load_ints(param_strides, "param_strides", par, False)
-        if n != nd:
-            raise ValueError(f"param_strides has {entries(n)} but sizes has {entries(nd)}: "
-                             f"they must match")
+        load_strides(param_strides, "param_strides", par, nd)
     length = as_int64(param_length, "param_length")
     if length < 1:
         raise ValueError(f"param_length must be >= 1, got {length}")

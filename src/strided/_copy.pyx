@@ -18,8 +18,8 @@ from cython.parallel cimport parallel
 from strided._core cimport (
     FLAG_BROADCAST, FLAG_EMPTY, FLAG_PACKED, MAX_NDIM, OVERLAP_UNDECIDED, as_int64,
     byte_span_leaves_int64, c_element_strides, c_flags, c_overlaps, c_packed_strides,
-    c_physical_order, c_shares, c_size, check_byte_span, default_max_work, entries, load_ints,
-    raise_too_hard, sort_by, tuple_of,
+    c_physical_order, c_shares, c_size, check_byte_span, default_max_work, load_pair,
+    load_strides, raise_too_hard, sort_by, tuple_of,
 )
 from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
 
@@ -1045,17 +1045,10 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
     cdef int64_t isz, count
-    cdef int nd, n, nthreads
+    cdef int nd, nthreads
     cdef size_t dptr, sptr
-    nd = load_ints(sizes, "sizes", sz, True)
-    n = load_ints(dst_strides, "dst_strides", dst, False)
-    if n != nd:
-        raise ValueError(
-            f"dst_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
-    n = load_ints(src_strides, "src_strides", src, False)
-    if n != nd:
-        raise ValueError(
-            f"src_strides has {entries(n)} but sizes has {entries(nd)}: they must match")
+    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
+    load_strides(src_strides, "src_strides", src, nd)
     isz = as_int64(itemsize, "itemsize")
     if isz < 1:
         raise ValueError(f"itemsize must be >= 1 byte, got {isz}")

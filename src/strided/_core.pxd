@@ -87,6 +87,9 @@ cdef int load_ints(object obj, str name, int64_t* out, bint nonnegative,
 # load_pair: sizes (>= 0) and strides of one length into sz, st; returns the rank.
 cdef int load_pair(object sizes, object strides, int64_t* sz, int64_t* st,
                    str strides_name=*, bint* exact=*) except -1
+# load_strides: strides (any sign) of a layout of rank nd into out (one entry per axis).
+cdef int load_strides(object strides, str name, int64_t* out, int nd,
+                      bint* exact_tuple=*) except -1
 # For messages: "1 entry" / "3 entries", and a C array as a tuple of Python ints.
 cdef str entries(Py_ssize_t n)
 cdef tuple tuple_of(int n, const int64_t* values)

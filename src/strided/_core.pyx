@@ -1123,12 +1123,17 @@ cdef int load_pair(object sizes, object strides, int64_t* sz, int64_t* st,
     """Sizes and strides of equal length; return the rank. `exact[0]`, `exact[1]` (when given):
     whether sizes, strides are tuples of exact ints (see _load)."""
     cdef int nd = load_ints(sizes, "sizes", sz, True, exact)
-    cdef int ns = load_ints(strides, strides_name, st, False, exact + 1 if exact != NULL else NULL)
-    if ns != nd:
-        raise ValueError(
-            f"{strides_name} has {entries(ns)} but sizes has {entries(nd)}: they must match"
-        )
+    load_strides(strides, strides_name, st, nd, exact + 1 if exact != NULL else NULL)
     return nd
+
+
+cdef int load_strides(object strides, str name, int64_t* out, int nd,
+                      bint* exact_tuple=NULL) except -1:
+    """Strides of a layout whose sizes have ``nd`` entries: exactly ``nd`` of them."""
+    cdef int ns = load_ints(strides, name, out, False, exact_tuple)
+    if ns != nd:
+        raise ValueError(f"{name} has {entries(ns)} but sizes has {entries(nd)}: they must match")
+    return 0
 
 
 cdef int _load_permutation(object axes, int nd, str name, int* out) except -1:
