@@ -81,11 +81,12 @@ SVG_EXAMPLES: dict[str, list[str]] = {
 }
 
 
-def _explanation(args: list[str]) -> str:
-    cmd = [sys.executable, "-m", "strided", "explain", *args]
+def _strided(args: list[str], cwd: Path = HERE) -> str:
+    """The output of ``python -m strided ARGS``; a failure stops the build, saying why."""
+    cmd = [sys.executable, "-m", "strided", *args]
     env = dict(os.environ, COLUMNS="100", NO_COLOR="1", PYTHONIOENCODING="utf-8")
     proc = subprocess.run(
-        cmd, cwd=HERE, env=env, capture_output=True, text=True, encoding="utf-8", check=False
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", check=False
     )
     if proc.returncode != 0:
         raise RuntimeError(
@@ -101,12 +102,14 @@ def _write_if_changed(path: Path, data: bytes) -> None:
         path.write_bytes(data)
 
 
-def _figure(name: str, args: list[str]) -> bytes:
-    """The bytes ``explain ... --svg`` writes, drawn into a scratch file next to the figure."""
-    scratch = GENERATED / f".{name}.svg.new"
+def _drawn(name: str, args: list[str], cwd: Path = HERE) -> tuple[str, bytes]:
+    """``python -m strided ARGS FILE``, ARGS ending with the option that names the file a
+    figure is drawn into: the command's output and the figure's bytes, drawn into a scratch
+    file next to generated/NAME.svg (which _write_if_changed then updates only on change)."""
+    scratch = GENERATED / f".{name}.new.svg"   # .svg: bench plot takes the format from it
     try:
-        _explanation([*args, "--svg", str(scratch)])
-        return scratch.read_bytes()
+        text = _strided([*args, str(scratch)], cwd)
+        return text, scratch.read_bytes()
     finally:
         scratch.unlink(missing_ok=True)
 
@@ -114,9 +117,9 @@ def _figure(name: str, args: list[str]) -> bytes:
 def _generate_memory_maps() -> None:
     GENERATED.mkdir(exist_ok=True)
     for name, args in EXPLAIN_EXAMPLES.items():
-        _write_if_changed(GENERATED / f"{name}.txt", _explanation(args).encode("utf-8"))
+        _write_if_changed(GENERATED / f"{name}.txt", _strided(["explain", *args]).encode("utf-8"))
     for name, args in SVG_EXAMPLES.items():
-        _write_if_changed(GENERATED / f"{name}.svg", _figure(name, args))
+        _write_if_changed(GENERATED / f"{name}.svg", _drawn(name, ["explain", *args, "--svg"])[1])
 
 
 _generate_memory_maps()
@@ -131,17 +134,6 @@ _generate_memory_maps()
 PERFORMANCE_RECORDS = ("relayout", "convert")
 
 
-def _bench_plot(args: list[str]) -> str:
-    cmd = [sys.executable, "-m", "strided", "bench", "plot", *args]
-    env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    proc = subprocess.run(cmd, cwd=HERE.parent, env=env, capture_output=True, text=True,
-                          encoding="utf-8", check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[1:])} failed with exit status {proc.returncode}:\n"
-                           f"{proc.stdout}\n{proc.stderr}")
-    return proc.stdout
-
-
 def _generate_performance() -> None:
     from importlib.util import find_spec
 
@@ -149,8 +141,12 @@ def _generate_performance() -> None:
     drawable = find_spec("matplotlib") is not None
     for name in PERFORMANCE_RECORDS:
         record = Path("benchmarks", "results", f"{name}.json")  # from the repository root
-        chart = GENERATED / f"perf-{name}.svg"
-        text = _bench_plot([str(record), *(["--plot", str(chart)] if drawable else [])])
+        command = ["bench", "plot", str(record)]
+        if drawable:
+            text, chart = _drawn(f"perf-{name}", [*command, "--plot"], cwd=HERE.parent)
+            _write_if_changed(GENERATED / f"perf-{name}.svg", chart)
+        else:
+            text = _strided(command, cwd=HERE.parent)
         _write_if_changed(GENERATED / f"perf-{name}.txt", text.encode("utf-8"))
         if drawable:
             figure = (f".. image:: /generated/perf-{name}.svg\n   :width: 100%\n"
