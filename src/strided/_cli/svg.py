@@ -426,7 +426,8 @@ def blocked_svg(sizes: Sequence[int], fmt: str | BlockedFormat, *, itemsize: int
     physical = Layout.blocked(sizes, spec, itemsize=itemsize)
     logical = Layout(sizes)         # validated (N, C, H, W) by Layout.blocked
     n, c, h, w = logical.sizes
-    padded = -(-c // spec.block) * spec.block
+    blocks = physical.sizes[0] if spec.chwn else physical.sizes[1]    # C rounded up, in blocks
+    padded = blocks * spec.block
     # the padding channels as logical channels of a wider tensor: its 5-D view covers the
     # whole buffer, one offset per element
     view = Layout.blocked_view((n, padded, h, w), spec, itemsize=itemsize)
