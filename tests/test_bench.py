@@ -12,6 +12,9 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +33,18 @@ from strided._cli.bench_layout import (
     run,
     stand_in_answers,
 )
+
+
+def run_benchmark_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``benchmarks/NAME`` of the checkout with ``args`` (skip the test where there is no
+    checkout: an installed wheel is tested without its benchmarks/); check it succeeded."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / name
+    if not script.is_file():
+        pytest.skip("no checkout: benchmarks/ is absent")
+    result = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 QUESTIONS = {"layout", "span", "is_contiguous", "overlaps", "buffer_size"}
@@ -184,18 +199,8 @@ def test_main_rejects_bad_options() -> None:
 def test_interop_benchmark_script_runs() -> None:
     """benchmarks/bench_interop.py runs end to end (its rows' results agree, else it fails) and
     prints the rows of every installed library, a note for each missing one."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_interop.py"
-    if not script.is_file():
-        pytest.skip("no checkout: benchmarks/ is absent")
-    result = subprocess.run(
-        [sys.executable, str(script), "--repeat", "1", "--sample-ms", "0.2", "--markdown"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_benchmark_script("bench_interop.py", "--repeat", "1", "--sample-ms", "0.2",
+                                  "--markdown")
     rows = [line for line in result.stdout.splitlines()
             if line.startswith(("| view(", "| layout_of(", "| copyto("))]
     calls = [row.strip("|").split("|")[0].strip() for row in rows]
@@ -403,19 +408,8 @@ def test_copy_main_rejects_bad_options() -> None:
 
 def test_copy_benchmark_script_runs() -> None:
     """benchmarks/bench_copy.py runs end to end (one case, one dtype, a tiny size)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_copy.py"
-    if not script.is_file():
-        pytest.skip("no checkout: benchmarks/ is absent")
-    result = subprocess.run(
-        [sys.executable, str(script), *TINY, "--cases", "NCHW->NCHW32", "--dtypes", "float32",
-         "--no-small", "--markdown"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_benchmark_script("bench_copy.py", *TINY, "--cases", "NCHW->NCHW32",
+                                  "--dtypes", "float32", "--no-small", "--markdown")
     rows = [line for line in result.stdout.splitlines() if line.startswith("| NCHW->NCHW32 ")]
     assert len(rows) == 1, result.stdout
 
@@ -680,17 +674,8 @@ def test_bench_convert_on_the_command_line(monkeypatch: pytest.MonkeyPatch,
 
 def test_convert_benchmark_script_runs() -> None:
     """benchmarks/bench_convert.py runs end to end (one case, one thread count, tiny sizes)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_convert.py"
-    if not script.is_file():
-        pytest.skip("no checkout: benchmarks/ is absent")
-    result = subprocess.run(
-        [sys.executable, str(script), *QUICK, "--cases", "quantize", "--threads", "1",
-         "--markdown"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
+    result = run_benchmark_script("bench_convert.py", *QUICK, "--cases", "quantize",
+                                  "--threads", "1", "--markdown")
     rows = [line for line in result.stdout.splitlines() if re.match(r"\| [<-]", line)]
     assert len(rows) == 4, result.stdout
 
