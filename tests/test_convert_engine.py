@@ -10,15 +10,17 @@ import strided as st
 from strided import _convert
 
 
-@pytest.fixture(params=[(131072, 64, -1, -1, True), (4096, 16, 0, 0, True),
-                        (4096, 16, 1, 0, False), (131072, 64, 0, 0, True),
-                        (131072, 64, 1, 0, False), (131072, 64, -1, 1, True)],
+@pytest.fixture(params=[(131072, 64, -1, -1, True, True), (4096, 16, 0, 0, True, True),
+                        (4096, 16, 1, 0, False, True), (131072, 64, 0, 0, True, True),
+                        (131072, 64, 1, 0, False, True), (131072, 64, -1, 1, True, True),
+                        (131072, 64, -1, -1, True, False)],
                 ids=["default", "small-tiles-convert-first", "small-tiles-convert-last",
-                     "convert-first", "convert-last", "staged"])
+                     "convert-first", "convert-last", "staged", "two-pass-half"])
 def plan(request):
     old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
                          convert_last=request.param[2], stage=request.param[3],
-                         stage_chunk=1024, planes=request.param[4])
+                         stage_chunk=1024, planes=request.param[4], tiled=request.param[5],
+                         tiled_bytes=request.param[0])
     yield request.param
     _convert._tune(*old)
 
@@ -49,8 +51,8 @@ CASES = [  # (src dtype, dst dtype, affine)
 
 
 @pytest.mark.parametrize(("src_dtype", "dst_dtype", "affine"), CASES)
-@pytest.mark.parametrize("direction", ["NHWC->NCHW", "NCHW->NHWC", "HWC->CHW", "HWC4->CHW",
-                                       "reversed", "rows"])
+@pytest.mark.parametrize("direction", ["NHWC->NCHW", "NCHW->NHWC", "NCHW->NHWC C19",
+                                       "HWC->CHW", "HWC4->CHW", "reversed", "rows"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_every_plan_gives_numpy_values(plan, src_dtype, dst_dtype, affine, direction,
                                        threads):
@@ -63,16 +65,17 @@ def test_every_plan_gives_numpy_values(plan, src_dtype, dst_dtype, affine, direc
         dst = dst_full.transpose(1, 2, 0)
         axis = 2
     else:
-        shape = (3, 5, 17, 19)
+        # C = 19: blocks wide enough for the one-pass kernels (convert_tiles.h) and edges
+        shape = (2, 19, 9, 11) if direction.endswith("C19") else (3, 5, 17, 19)
         low = 0 if "uint" in src_dtype + dst_dtype else -60    # in every type's range
         base = rng.integers(low, 100, shape).astype(src_dtype)
         dst_full = np.zeros(shape, dst_dtype)
         if direction == "NHWC->NCHW":
             src = np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
             dst = dst_full
-        elif direction == "NCHW->NHWC":
+        elif direction.startswith("NCHW->NHWC"):
             src = base
-            dst_full = np.zeros((3, 17, 19, 5), dst_dtype)
+            dst_full = np.zeros((shape[0], shape[2], shape[3], shape[1]), dst_dtype)
             dst = dst_full.transpose(0, 3, 1, 2)
         elif direction == "reversed":
             src = base[:, ::-1, :, ::-1]

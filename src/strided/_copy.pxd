@@ -19,6 +19,9 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
 cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, int64_t sq,
                           int64_t R, int64_t C) noexcept nogil
 cdef int simd_level() noexcept nogil
+# streams: whether a copy writing this many bytes writes whole lines with streaming stores
+# (the threshold _tune(nt_bytes=) sets, for both engines).
+cdef bint streams(int64_t written) noexcept nogil
 # block_problem: the planners' common step on d dims (sizes n, positive destination strides ds,
 # source strides ss, parameter strides ps or NULL): sort and merge them in place, set *p to the
 # rows dim and *transposing; returns the dims left (the columns are the last). See _copy.pyx.

@@ -367,7 +367,7 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     cdef int64_t room = (_STAGE_BYTES if P.nbytes >= _STAGE_BIG_FROM else
                          min(_STAGE_BYTES, <int64_t>16384)) // P.unit
     cdef int i
-    cdef bint stream = _NT_BYTES >= 0 and P.nbytes >= _NT_BYTES
+    cdef bint stream = streams(P.nbytes)
     P.align = 0
     P.stitch = 0
     # Streaming stores skip the read-for-ownership of every destination line: a third of a
@@ -1187,6 +1187,12 @@ cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, 
     8 or 16 bytes): the engine's transpose kernels, at the SIMD level in use, for a tile that a
     conversion staged in cache."""
     st_copy_block(ST_BLOCK_TRANSPOSE, itemsize, dst, dp, 1, src, 1, sq, R, C, 0, NULL)
+
+
+cdef bint streams(int64_t written) noexcept nogil:
+    """Whether a copy writing ``written`` bytes streams its whole destination lines: far larger
+    than the caches, where skipping the read-for-ownership saves a third of the traffic."""
+    return _NT_BYTES >= 0 and written >= _NT_BYTES
 
 
 cdef int simd_level() noexcept nogil:

@@ -60,7 +60,7 @@ enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8 };
  * and benchmarks can run every level on one machine. 0: SSE2, 1: + SSSE3, 2: + AVX2. */
 static int st_simd = 0, st_simd_found = 0;
 
-static int st_cpu_init(void)
+static inline int st_cpu_init(void)
 {
 #if ST_X86_GNU
     __builtin_cpu_init();
@@ -71,12 +71,12 @@ static int st_cpu_init(void)
 }
 
 /* Use at most `level` (negative: all the CPU has); returns the level now in use. */
-static int st_set_simd(int level)
+static inline int st_set_simd(int level)
 {
     st_simd = level < 0 || level > st_simd_found ? st_simd_found : level;
     return st_simd;
 }
 
-static int st_get_simd(void) { return st_simd; }
+static inline int st_get_simd(void) { return st_simd; }
 
 #endif /* STRIDED_KERNELS_COMMON_H */

@@ -1,0 +1,152 @@
+/* Contiguous runs and rows: short runs in registers, rows with streaming stores for huge
+ * copies, the line stitching of streamed rows, the team's work counter and the store fence.
+ * Shared by the copy engine (blocks.h, transpose.h) and the conversion engine's tiles
+ * (convert_tiles.h); every function here is inline, so a module that includes it and uses
+ * part of it compiles nothing it does not call. */
+#ifndef STRIDED_KERNELS_ROWS_H
+#define STRIDED_KERNELS_ROWS_H
+
+#include "common.h"
+
+/* ---- contiguous rows, optionally with non-temporal stores --------------------------------- */
+/* Streaming stores skip the read-for-ownership of each destination line, which is a third of
+ * the memory traffic of a large copy; they are used only for copies far larger than the cache
+ * (the planner decides) and only on whole, 64-byte-aligned lines: the ragged head and tail of
+ * a row are ordinary stores. */
+/* A short run (a tile row, a small image row): inline vector moves, since a call to memcpy
+ * costs as much as moving a few hundred bytes. The source and destination never overlap
+ * here (overlapping copies go through a temporary), so the tail may re-store a few bytes. */
+ST_INLINE void st_copy_run(char *d, const char *s, size_t n)
+{
+    size_t i;
+    uint64_t a, b;
+#if ST_HAVE_SSE2
+    if (n >= 16) {
+        for (i = 0; i + 16 <= n; i += 16)
+            _mm_storeu_si128((__m128i *)(void *)(d + i),
+                             _mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+        if (i < n)
+            _mm_storeu_si128((__m128i *)(void *)(d + n - 16),
+                             _mm_loadu_si128((const __m128i *)(const void *)(s + n - 16)));
+        return;
+    }
+#endif
+    if (n >= 8) {
+        for (i = 0; i + 8 <= n; i += 8) {
+            memcpy(&a, s + i, 8);
+            memcpy(d + i, &a, 8);
+        }
+        if (i < n) {
+            memcpy(&b, s + n - 8, 8);
+            memcpy(d + n - 8, &b, 8);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) d[i] = s[i];
+}
+
+ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
+{
+#if ST_HAVE_SSE2
+    if ((nt & ST_NT) && n >= 64) {
+        size_t head = (size_t)(-(uintptr_t)d) & 63;
+        if (head) {
+            st_copy_run(d, s, head);
+            d += head; s += head; n -= head;
+        }
+        for (; n >= 64; n -= 64, d += 64, s += 64) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+            __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+            __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+            _mm_stream_si128((__m128i *)(void *)d, v0);
+            _mm_stream_si128((__m128i *)(void *)(d + 16), v1);
+            _mm_stream_si128((__m128i *)(void *)(d + 32), v2);
+            _mm_stream_si128((__m128i *)(void *)(d + 48), v3);
+        }
+        if (n) st_copy_run(d, s, n);
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    if (n <= 512)
+        st_copy_run(d, s, n);
+    else
+        memcpy(d, s, n);
+}
+
+#define ST_STITCH_ROWS 1024   /* the most tile rows a stitched block may have */
+
+/* Write n bytes at d, the next piece of a destination row that a strip of blocks writes left
+ * to right, streaming every line it completes. `carry` holds the *k bytes that come right
+ * before d and have not been written (d - *k is then the start of a line); the last bytes that
+ * do not finish a line become the new carry (*k = -1: d is inside a line already written).
+ * Bytes of a line shared with another strip or another thread (the row's ends, a share's
+ * ends) are written with ordinary stores: a line is either streamed whole by one thread or
+ * never streamed. Correctness never depends on the flags (st_store_row writes any bytes at
+ * any alignment); they only decide which lines stream. */
+ST_INLINE void st_stitch_row(char *d, const char *s, size_t n, char *carry, int *k, int flags)
+{
+    size_t head, need;
+    if ((flags & ST_FRESH) || *k < 0) {
+        head = (size_t)(-(uintptr_t)d) & 63;
+        *k = 0;
+        if (head >= n) {   /* all of it in the line's first part: the next piece starts anew */
+            st_copy_run(d, s, n);
+            *k = head > n ? -1 : 0;
+            return;
+        }
+        st_copy_run(d, s, head);
+        d += head; s += head; n -= head;
+    } else if (*k) {
+        need = 64 - (size_t)*k;
+        if (n < need) {
+            memcpy(carry + *k, s, n);
+            if (flags & ST_LAST) {
+                st_copy_run(d - *k, carry, (size_t)*k + n);
+                *k = 0;
+            } else {
+                *k += (int)n;
+            }
+            return;
+        }
+        memcpy(carry + *k, s, need);
+        st_store_row(d - *k, carry, 64, ST_NT);
+        d += need; s += need; n -= need;
+        *k = 0;
+    }
+    st_store_row(d, s, n - n % 64, ST_NT);   /* d is at a line start (or n < 64) */
+    d += n - n % 64; s += n - n % 64; n %= 64;
+    if (n && (flags & ST_LAST)) {
+        st_copy_run(d, s, n);
+    } else if (n) {
+        memcpy(carry, s, n);
+        *k = (int)n;
+    }
+}
+
+/* Claim n work items from a counter shared by a team: return the first (>= the total when none
+ * is left). Relaxed order: the items are independent, and the parallel region's end orders
+ * their stores before the caller goes on. */
+static inline int64_t st_claim(int64_t *next, int64_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_fetch_add(next, n, __ATOMIC_RELAXED);
+#else
+    int64_t first;
+#pragma omp atomic capture
+    { first = *next; *next += n; }
+    return first;
+#endif
+}
+
+/* Order this thread's streaming stores before whatever follows (the end of the copy). */
+static inline void st_store_fence(void)
+{
+#if ST_HAVE_SSE2
+    _mm_sfence();
+#endif
+}
+
+#endif /* STRIDED_KERNELS_ROWS_H */

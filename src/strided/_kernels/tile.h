@@ -1,0 +1,155 @@
+/* The tiled transpose: a block of a transpose goes through a dense staging tile, so the
+ * source is read whole lines at a time and the destination written in whole contiguous runs
+ * (streamed when asked). One loop for the copy engine (transpose.h instantiates it with the
+ * same item type on both sides) and for the conversion engine (convert_tiles.h instantiates it
+ * with a micro-kernel that converts in registers between load and store, and CV, the same
+ * conversion of one item for the ragged edges).
+ *
+ * ST_DEFINE_TILED(TS, TD, M, MICRO, CV, NAME, ATTR) defines
+ *
+ *     ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R,
+ *                           st_idx C, int nt, char *scratch)
+ *
+ * which writes dst[r * dp + c] = CV(src[r + c * sq]) for r < R, c < C (element strides, items
+ * TS and TD of alignment 1); MICRO(s, ss, d, ds) does an M x M micro-tile of that. `scratch`
+ * holds R * C items TD (ST_TILE_BUF bytes at most, plus the stitching carries when nt has
+ * ST_STITCH); `nt` takes the store flags of common.h. */
+#ifndef STRIDED_KERNELS_TILE_H
+#define STRIDED_KERNELS_TILE_H
+
+#include "common.h"
+#include "rows.h"
+
+#define ST_SAME(x) (x)
+
+/* One line into the alias buffer; a kernel whose micro-tiles load 32 bytes at a time sets this
+ * to 32-byte moves, as a load that spans two smaller stores is not forwarded from them. */
+#ifndef ST_COPY_LINE
+#define ST_COPY_LINE(d, s) memcpy((d), (s), ST_LINE)
+#endif
+
+/* For blocks of at least one micro-tile each way. The source's rows are consumed whole lines
+ * at a time (micro-tiles walk down the source's unit dim), the transposed micro-tiles land in
+ * a dense thread-local tile, and the tile's rows are then written out as contiguous runs, in
+ * whole lines, streaming when asked. Source rows whose stride aliases in L1 (multiples of
+ * ST_ALIAS_BYTES) go through a one-line-per-row buffer first (measured, in C, on 8192^2
+ * bytes: 0.44x -> 0.8x memcpy; on an 8256-byte stride, where nothing aliases, the copy costs
+ * 0-8%, so only aliasing strides take it). */
+#define ST_TILE_BUF 131072
+/* A hint to fetch the line at p; never faults, whatever p. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ST_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#else
+#define ST_PREFETCH(p) ((void)(p))
+#endif
+/* Before writing out tile row r: row r's share of the next block's source lines. */
+#define ST_PREFETCH_NEXT(r)                                                                   \
+    do {                                                                                      \
+        st_idx l_ = (r) * per_, e_ = l_ + per_ < lines_ ? l_ + per_ : lines_;                 \
+        for (; l_ < e_; l_++) ST_PREFETCH(next_ + ST_LINE * l_);                              \
+    } while (0)
+#define ST_LINE 64            /* bytes in a cache line */
+#define ST_LINE_OF(T) ((st_idx)(ST_LINE / sizeof(T)))
+#ifndef ST_ALIAS_BYTES
+#define ST_ALIAS_BYTES 2048   /* row strides that are multiples of this share 1-2 L1 sets */
+#endif
+#ifndef ST_DIRECT_ROW
+#define ST_DIRECT_ROW 16   /* destination rows this short are written in place, in order */
+#endif
+
+#define ST_DEFINE_TILED(TS, TD, M, MICRO, CV, NAME, ATTR)                                     \
+ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R, st_idx C,   \
+                      int nt, char *scratch)                                                  \
+{                                                                                             \
+    TD *d = (TD *)dst;                                                                        \
+    const TS *s = (const TS *)src;                                                            \
+    TD *buf = dp == C && C * (st_idx)sizeof(TD) <= ST_DIRECT_ROW ? d : (TD *)(void *)scratch; \
+    st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
+    /* the next block of a strip reads the C source columns after these: when each column is  \
+     * one dense run (sq == R: pixels), fetch them while this block's rows are written out    \
+     * (measured, NHWC -> NCHW with 64 floats, 64 MiB, rows not line-aligned: 0.7x -> 0.95x   \
+     * the forward copy; DRAM reads otherwise stall the next block's first micro-tiles) */    \
+    const char *next_ = (const char *)(s + C * sq);                                           \
+    st_idx lines_ = sq == R ? C * sq * (st_idx)sizeof(TS) / ST_LINE : 0, per_ = lines_ / R + 1; \
+    if (buf == d) {                                                                           \
+        /* one vector per destination row, rows back to back: write them in order */          \
+        for (r0 = 0; r0 < rf; r0 += M)                                                        \
+            for (c0 = 0; c0 < cf; c0 += M)                                                    \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+    } else if ((sq * (st_idx)sizeof(TS)) % ST_ALIAS_BYTES == 0 && rf >= ST_LINE_OF(TS)) {     \
+        /* Source rows a multiple of 2 KiB apart share one or two L1 sets, so the M lines a   \
+         * micro-tile reads evict each other before the next micro-tiles read the rest of     \
+         * them: copy M rows of one line each to a dense buffer, and transpose from there.    \
+         */                                                                                   \
+        TS lb[(M) * (ST_LINE / sizeof(TS))];                                                  \
+        const st_idx L = ST_LINE_OF(TS), rl = rf - rf % L;                                    \
+        st_idx i, k;                                                                          \
+        for (c0 = 0; c0 < cf; c0 += M) {                                                      \
+            for (r0 = 0; r0 < rl; r0 += L) {                                                  \
+                for (i = 0; i < M; i++)                                                       \
+                    ST_COPY_LINE(lb + i * L, s + r0 + (c0 + i) * sq);                         \
+                for (k = 0; k < L; k += M)                                                    \
+                    MICRO((const char *)(lb + k), L, (char *)(buf + (r0 + k) * C + c0), C);   \
+            }                                                                                 \
+            for (; r0 < rf; r0 += M)                                                          \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+        }                                                                                     \
+    } else {                                                                                  \
+        for (c0 = 0; c0 < cf; c0 += M)                                                        \
+            for (r0 = 0; r0 < rf; r0 += M)                                                    \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+    }                                                                                         \
+    for (c = 0; c < cf; c++)                                                                  \
+        for (r = rf; r < R; r++) buf[r * C + c] = CV(s[r + c * sq]);                          \
+    for (c = cf; c < C; c++)                                                                  \
+        for (r = 0; r < R; r++) buf[r * C + c] = CV(s[r + c * sq]);                           \
+    if (buf == d)                                                                             \
+        return;                                                                               \
+    if (nt & ST_STITCH) {                                                                     \
+        char *carry = scratch + ST_TILE_BUF;                                                  \
+        int *kept = (int *)(void *)(carry + 64 * ST_STITCH_ROWS);                             \
+        for (r = 0; r < R; r++) {                                                             \
+            ST_PREFETCH_NEXT(r);                                                              \
+            st_stitch_row((char *)(d + r * dp), (const char *)(buf + r * C),                  \
+                          (size_t)C * sizeof(TD), carry + 64 * r, kept + r, nt);              \
+        }                                                                                     \
+        return;                                                                               \
+    }                                                                                         \
+    if (dp == C) {   /* the block is one contiguous run of the destination */                 \
+        st_store_row(dst, (const char *)buf, (size_t)(R * C) * sizeof(TD), nt);               \
+        return;                                                                               \
+    }                                                                                         \
+    for (r = 0; r < R; r++) {                                                                 \
+        ST_PREFETCH_NEXT(r);                                                                  \
+        st_store_row((char *)(d + r * dp), (const char *)(buf + r * C),                       \
+                     (size_t)C * sizeof(TD), nt);                                             \
+    }                                                                                         \
+}
+
+/* ---- the 8 x 8 float transpose in AVX2 registers ---------------------------------------- */
+#if ST_X86_GNU
+#include <immintrin.h>
+/* r[i] (row i of 8 floats) becomes column i, in place: 24 shuffles. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline))
+void st_transpose8_ps(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    int i;
+    for (i = 0; i < 4; i++) {          /* pairs of rows: (0 1) (2 3) (4 5) (6 7) */
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 2; i++) {          /* pairs of pairs, within each 128-bit lane */
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (i = 0; i < 4; i++) {          /* the lanes: rows 0-3 with rows 4-7 */
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+#endif
+
+#endif /* STRIDED_KERNELS_TILE_H */

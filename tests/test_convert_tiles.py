@@ -1,0 +1,140 @@
+"""The one-pass converting transposes (``_kernels/convert_tiles.h``): float32 -> float16 and
+bfloat16 between channel-first and channel-last layouts, micro-tiles converted in registers and
+staged through the tile. Checked bit for bit against :mod:`convert_oracle` (numpy's astype for
+float16, torch's rounding computed from the bits for bfloat16; any NaN for a NaN) and against
+the engine's two-pass route, at every SIMD level, on 1 and 2 threads, with ragged edges,
+source strides that alias in L1, padded destination rows, flipped dims, streaming stores and
+guard bytes around the destination."""
+
+import numpy as np
+import pytest
+from convert_oracle import assert_converted_equal, cast, np_dtype, special_values
+
+import strided as st
+from strided import _convert, _copy
+
+GUARD = 0x5A
+
+
+def _source(shape, seed):
+    """float32 NCHW values: random bit patterns (every class: NaN payloads, subnormals,
+    infinities, huge, tiny) with the special values of float32 (ties, limits) spread over
+    them."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    x = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    # plus values where float16 rounds: ties, overflow to inf at 65520, subnormal halves
+    near = (rng.standard_normal(n) * 300).astype(np.float32)
+    x = np.where(rng.random(n) < 0.5, x, near)
+    sv = special_values("float32")
+    x[rng.choice(n, min(n, sv.size), replace=False)] = sv[:min(n, sv.size)]
+    ties = np.array([65520.0, 65519.996, 2049.0, 2051.0, 1 + 2**-11, 2**-25, 3 * 2**-26,
+                     1 + 2**-8, 1 + 3 * 2**-9], np.float32)
+    x[rng.choice(n, min(n, ties.size), replace=False)] = ties[:min(n, ties.size)]
+    return x.reshape(shape)
+
+
+def _guarded_nhwc(shape, dtype, pad=0):
+    """An NHWC destination of logical NCHW ``shape`` whose rows hold ``pad`` spare channels,
+    inside a buffer with guard bytes before and after; returns (buffer, NCHW view, NHWC
+    channel slice)."""
+    n, c, h, w = shape
+    item = np.dtype(dtype).itemsize
+    total = n * h * w * (c + pad)
+    buf = np.full((total + 64) * item, GUARD, np.uint8)
+    full = buf[32 * item:(32 + total) * item].view(dtype).reshape(n, h, w, c + pad)
+    return buf, full[..., :c].transpose(0, 3, 1, 2), full
+
+
+def _check_guards(buf, item, shape, pad):
+    n, c, h, w = shape
+    total = n * h * w * (c + pad)
+    assert (buf[:32 * item] == GUARD).all()
+    assert (buf[(32 + total) * item:] == GUARD).all()
+
+
+SHAPES = [
+    (2, 64, 33, 37),    # whole rows of 128 B (a block is one run), ragged pixel count
+    (1, 16, 32, 32),    # source rows 4 KiB apart: the L1-aliasing path
+    (3, 13, 9, 11),     # channels not a multiple of 8: edges in both directions
+    (1, 100, 8, 9),     # more channels than a tile's columns: runs of partial rows
+    (2, 8, 8, 8),       # rows of one vector: written in place
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_half_relayouts_are_bit_exact(dtype, shape, level, threads):
+    x = _source(shape, seed=sum(shape))
+    want = cast(x, dtype)
+    for pad in (0, 3):
+        buf, dst, _ = _guarded_nhwc(shape, np_dtype(dtype), pad)
+        old = _copy._simd(level)
+        try:
+            st.copyto(dst, x, casting="unsafe", num_threads=threads)
+        finally:
+            _copy._simd(old)
+        assert_converted_equal(dst, want, x, f"{dtype} {shape} pad {pad} level {level}")
+        _check_guards(buf, np_dtype(dtype).itemsize, shape, pad)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_one_pass_and_two_pass_routes_write_the_same_bits(dtype):
+    """The tiled kernels against the engine's general route (convert the tile, then transpose
+    it), NaN payloads included: both must give the portable conversion's bits."""
+    shape = (2, 24, 17, 23)
+    x = _source(shape, seed=5)
+    outs = []
+    for tiled in (True, False):
+        old = _convert._tune(tiled=tiled)
+        try:
+            _, dst, _ = _guarded_nhwc(shape, np_dtype(dtype))
+            st.copyto(dst, x, casting="unsafe")
+        finally:
+            _convert._tune(*old)
+        outs.append(dst.view(np.uint16).copy())
+    assert np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("pad", [0, 5])
+def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad):
+    """With the streaming threshold at 0, the whole-row blocks leave through non-temporal
+    stores (a destination starting mid-line: numpy's buffer + 32 items); partial rows (pad)
+    through ordinary ones. Nothing outside the destination changes."""
+    shape = (2, 32, 21, 19)
+    x = _source(shape, seed=11)
+    old = _copy._tune(nt_bytes=0)
+    try:
+        buf, dst, full = _guarded_nhwc(shape, np_dtype(dtype), pad)
+        full[..., shape[1]:] = 0
+        st.copyto(dst, x, casting="unsafe", num_threads=threads)
+    finally:
+        _copy._tune(*old)
+    assert_converted_equal(dst, cast(x, dtype), x, f"streamed {dtype}")
+    assert (full[..., shape[1]:].view(np.uint16) == 0).all()
+    _check_guards(buf, np_dtype(dtype).itemsize, shape, pad)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_flipped_and_sliced_layouts(dtype):
+    """Negative strides on both sides and a sliced source (rows not dense): the plan walks
+    the destination forwards and hands the kernel the flipped source."""
+    base = _source((2, 40, 12, 20), seed=3)
+    x = base[:, ::-1, 1:11, ::-2]
+    _, dst, _ = _guarded_nhwc(x.shape, np_dtype(dtype))
+    st.copyto(dst[:, :, ::-1], x, casting="unsafe")
+    assert_converted_equal(dst[:, :, ::-1], cast(x, dtype), x, f"flipped {dtype}")
+
+
+def test_relayout_to_channels_last_half():
+    """The public route: relayout(x, "NHWC", dtype=float16) gives the numpy-exact values in a
+    channels-last array."""
+    x = _source((2, 32, 16, 16), seed=9)
+    y = st.relayout(x, "NHWC", dtype=np.float16)
+    assert y.dtype == np.float16
+    assert y.strides == (16 * 16 * 32 * 2, 2, 16 * 32 * 2, 32 * 2)
+    assert_converted_equal(y, cast(x, "float16"), x, "relayout NHWC float16")
