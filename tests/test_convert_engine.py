@@ -133,6 +133,72 @@ def test_numpy_fast_path_and_checked_path_agree(monkeypatch, case):
     assert np.array_equal(results[0].view(np.uint32), results[1].view(np.uint32))
 
 
+PARAM_VECTORS = {   # parameters as users pass them: each read as the list of its values
+    "float32 array": np.array([0.1, 0.2, 0.3], np.float32),
+    "float64 array": np.array([0.1, 0.2, 0.3]),
+    "strided float64 array": np.array([0.1, 9.0, 0.2, 9.0, 0.3, 9.0])[::2],
+    "reversed float32 array": np.array([0.3, 0.2, 0.1], np.float32)[::-1],
+    "big-endian float64": np.array([0.1, 0.2, 0.3], ">f8"),
+    "float16 array": np.array([0.1, 0.2, 0.3], np.float16),
+    "int64 array": np.array([1, 2, 3]),
+    "memoryview of float32": memoryview(np.array([0.1, 0.2, 0.3], np.float32)),
+    "memoryview of doubles": memoryview(np.array([0.1, 0.2, 0.3])),
+}
+
+
+@pytest.mark.parametrize("name", list(PARAM_VECTORS))
+@pytest.mark.parametrize("fast", [True, False])
+def test_parameter_vectors_give_the_values_of_their_lists(monkeypatch, name, fast):
+    """A buffer of floats is read in C (float32, float64: native order, any stride); every
+    other vector element by element: either way the values of ``list(vector)`` (as Python
+    floats, rounded once to the compute type)."""
+    from strided import copy as strided_copy
+
+    if not fast:
+        monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+    vec = PARAM_VECTORS[name]
+    as_list = [float(v) for v in np.asarray(vec).tolist()]
+    src = np.arange(5 * 3, dtype=np.uint8).reshape(5, 3)
+    got = np.zeros((3, 5), np.float32)
+    want = np.zeros((3, 5), np.float32)
+    st.copyto(got.T, src, scale=vec, shift=vec, axis=1)
+    st.copyto(want.T, src, scale=as_list, shift=as_list, axis=1)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(got, _expected(src, np.float32, as_list, as_list, axis=1).T)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_parameter_buffers_are_checked_like_lists(monkeypatch, fast):
+    from strided import copy as strided_copy
+
+    if not fast:
+        monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+    src = np.zeros((4, 3), np.uint8)
+    dst = np.zeros((4, 3), np.float32)
+    with pytest.raises(ValueError, match="scale has 2 values but axis 1 has 3"):
+        st.copyto(dst, src, scale=np.array([1.0, 2.0], np.float32), axis=1)
+    with pytest.raises(TypeError, match="complex"):
+        st.copyto(dst, src, shift=np.array([1, 2, 3], np.complex64), axis=1)
+    with pytest.raises(TypeError, match=r"scale.*(bool|real number)"):
+        st.copyto(dst, src, scale=np.array([True, False, True]), axis=1)
+    assert not dst.any()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("pixels", [224 * 224, 43691, 50177])
+def test_planes_split_evenly_between_threads_write_every_pixel(threads, pixels):
+    """Blocks of equal size (multiples of 16 pixels) cover the image exactly: the block
+    boundaries fall mid-vector for the kernels, which take them as tails."""
+    rng = np.random.default_rng(pixels)
+    img = rng.integers(0, 256, (pixels, 3), dtype=np.uint8)
+    out = np.full((3, pixels + 8), -1.0, np.float32)
+    st.copyto(out[:, :pixels].T, img, scale=[0.5, 0.25, 2.0], shift=-1.0, axis=1,
+              num_threads=threads)
+    assert np.array_equal(out[:, :pixels].T,
+                          _expected(img, np.float32, [0.5, 0.25, 2.0], -1.0, axis=1))
+    assert (out[:, pixels:] == -1.0).all()
+
+
 def test_numpy_fast_path_declines_what_it_cannot_decide():
     """Refusals still come from the checked path, with its messages; nothing is written."""
     from strided.interop._ndarray import convert_arrays

@@ -25,7 +25,11 @@ channel split in two dims has strides ``(x, 1)``). The innermost loops never see
 What this module adds to the copy engine: the plan of a conversion, its runner on threads, and
 ``convert_memory``, the raw entry that :mod:`strided.copy` calls once everything is checked.
 """
+from cpython.buffer cimport (
+    PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer,
+)
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from libc.string cimport memcpy
 from libc.stdint cimport int64_t, intptr_t
 from cython.parallel cimport prange
 
@@ -40,6 +44,7 @@ from strided._core cimport (
 from strided._openmp cimport STRIDED_OPENMP_ENABLED
 
 import numbers
+import sys
 
 cdef extern from "_kernels/convert.h":
     enum:
@@ -282,6 +287,11 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     else:
         P.BC = min(P.C, max(<int64_t>1, _ROW_BYTES // max(P.dsz, P.ssz)))
         P.BR = min(P.R, max(<int64_t>1, _ROW_BYTES // (P.BC * max(P.dsz, P.ssz))))
+    # Blocks of equal size (whole vectors of 16): the last one is not a sliver while a thread
+    # is given a block much larger than its neighbour's (224x224x3 pixels to planes on 2
+    # threads took 43690 and 6486 pixels: the team ran as slowly as one thread).
+    P.nbc = _ceil_div(P.C, P.BC)
+    P.BC = min(P.BC, _ceil_div(_ceil_div(P.C, P.nbc), 16) * 16)
     P.nbr = _ceil_div(P.R, P.BR)
     P.nbc = _ceil_div(P.C, P.BC)
     P.items = P.nbr * P.nbc
@@ -484,6 +494,9 @@ cdef int _load_params(object value, str name, int64_t length, int64_t ct, char* 
         for i in range(length):
             _store_ct(out, i, v, ct)
         return 0
+    if type(value) is not float and type(value) is not int and _load_float_buffer(
+            value, name, length, ct, out):
+        return 0
     if _is_real(value):
         v = _real(value, name)
         for i in range(length):
@@ -496,6 +509,54 @@ cdef int _load_params(object value, str name, int64_t length, int64_t ct, char* 
         item = items[i]
         _store_ct(out, i, item if type(item) is float else _real(item, f"{name}[{i}]"), ct)
     return 0
+
+
+cdef bint _load_float_buffer(object value, str name, int64_t length, int64_t ct,
+                             char* out) except -1:
+    """Fill the items from a 1-D buffer of native float32 or float64 values (a numpy vector of
+    means or stds): read in C, the values _items would give (tolist() is exact for both).
+    False, reading nothing, for any other object or buffer: the generic path reads those.
+    Saves the 2-3 microseconds per vector of the generic reading, a sixth of a 224x224
+    image's normalisation."""
+    cdef Py_buffer view
+    cdef const char* fmt
+    cdef char* p
+    cdef float f
+    cdef double d
+    cdef int64_t i
+    cdef bint single
+    if type(value) is list or type(value) is tuple or not PyObject_CheckBuffer(value):
+        return False
+    try:
+        PyObject_GetBuffer(value, &view, PyBUF_RECORDS_RO)
+    except Exception:   # the exporter refuses a strided, formatted buffer: the generic path
+        return False
+    try:
+        fmt = view.format
+        if view.ndim != 1 or fmt == NULL:
+            return False
+        if fmt[0] == b"@" or fmt[0] == b"=" or (fmt[0] == b"<" and _LITTLE_ENDIAN):
+            fmt += 1
+        if not (fmt[0] == b"f" or fmt[0] == b"d") or fmt[1] != 0:
+            return False
+        single = fmt[0] == b"f"
+        if view.shape[0] != length:
+            raise ValueError(
+                f"{name} has {view.shape[0]} values but the channel axis has {length}")
+        p = <char*>view.buf
+        for i in range(length):
+            if single:
+                memcpy(&f, p + i * view.strides[0], 4)
+                _store_ct(out, i, f, ct)
+            else:
+                memcpy(&d, p + i * view.strides[0], 8)
+                _store_ct(out, i, d, ct)
+        return True
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef bint _LITTLE_ENDIAN = sys.byteorder == "little"   # "<" is then the native order
 
 
 cdef list _items(object value, str name):

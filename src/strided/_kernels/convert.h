@@ -740,63 +740,69 @@ ST_DEF_PLANES3(base, , int8_t, i8)
 ST_DEF_PLANES4(base, , uint8_t, u8)
 ST_DEF_PLANES4(base, , int8_t, i8)
 #if ST_CVT_X86_GNU
-/* (three uint8 channels have their own AVX2 kernel, st_planes3_shuffle, below) */
-ST_DEF_PLANES3(avx2, __attribute__((target("avx2"))), int8_t, i8)
-ST_DEF_PLANES4(avx2, __attribute__((target("avx2"))), uint8_t, u8)
-ST_DEF_PLANES4(avx2, __attribute__((target("avx2"))), int8_t, i8)
+/* With AVX2, written out: 8 pixels a round. One 32-byte register holds pixels 0-3 in its low
+ * lane and pixels 4-7 in its high lane (for 3 channels, two overlapping 16-byte loads, 12
+ * bytes apart); per plane, one in-lane byte shuffle moves channel r of the 4 pixels of each
+ * lane into the low byte of a 32-bit item and zeros the rest (uint8: zero-extended), or into
+ * its high byte, shifted down arithmetically (int8: sign-extended). Then convert, scale and
+ * shift, store. 0.7 instructions an element, where the earlier de-interleave (three byte
+ * shuffles and two ors a plane, then widening) took 1.1: a 224x224x3 image normalised on one
+ * thread went from 16.3 to 14.9 us, the call included (AMD EPYC). */
+#define ST_PLANE_MASK(R, r, SIGNED)                                                           \
+    (SIGNED ? _mm256_setr_epi8(-1, -1, -1, (r), -1, -1, -1, (R) + (r), -1, -1, -1,            \
+                               2 * (R) + (r), -1, -1, -1, 3 * (R) + (r), -1, -1, -1, (r), -1, \
+                               -1, -1, (R) + (r), -1, -1, -1, 2 * (R) + (r), -1, -1, -1,      \
+                               3 * (R) + (r))                                                 \
+            : _mm256_setr_epi8((r), -1, -1, -1, (R) + (r), -1, -1, -1, 2 * (R) + (r), -1, -1, \
+                               -1, 3 * (R) + (r), -1, -1, -1, (r), -1, -1, -1, (R) + (r), -1, \
+                               -1, -1, 2 * (R) + (r), -1, -1, -1, 3 * (R) + (r), -1, -1, -1))
 
-/* Three channels with AVX2, written out: 16 pixels (48 bytes) a round, de-interleaved by
- * three byte shuffles per plane, each plane widened 8 at a time (in cache, 1.2x faster than
- * what the compiler makes of st_planes3). */
-__attribute__((target("avx2"))) static void st_planes3_shuffle(char *d, st_cidx dp,
-                                                               const char *s, st_cidx n,
-                                                               const void *scale,
-                                                               const void *shift, st_cidx pp)
-{
-    const uint8_t *px = (const uint8_t *)s;
-    const float *a = (const float *)scale, *c = (const float *)shift;
-    float *o0 = (float *)(void *)d, *o1 = (float *)(void *)(d + dp);
-    float *o2 = (float *)(void *)(d + 2 * dp);
-    /* byte k of plane r comes from byte 3k + r of the 48: from vector (3k + r) / 16 */
-    const __m128i r0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m128i r1 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1);
-    const __m128i r2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13);
-    const __m128i g0 = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m128i g1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1);
-    const __m128i g2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14);
-    const __m128i b0 = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m128i b1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1);
-    const __m128i b2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15);
-    const __m256 A0 = _mm256_set1_ps(a[0]), A1 = _mm256_set1_ps(a[pp]);
-    const __m256 A2 = _mm256_set1_ps(a[2 * pp]);
-    const __m256 C0 = _mm256_set1_ps(c[0]), C1 = _mm256_set1_ps(c[pp]);
-    const __m256 C2 = _mm256_set1_ps(c[2 * pp]);
-    st_cidx i = 0;
-#define ST_PLANE8(v, A, C, out)                                                               \
+#define ST_PLANE_OUT(v, r)                                                                    \
     do {                                                                                      \
-        __m256 lo_ = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));                             \
-        __m256 hi_ = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));          \
-        _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(lo_, A), C));                   \
-        _mm256_storeu_ps(out + i + 8, _mm256_add_ps(_mm256_mul_ps(hi_, A), C));               \
+        __m256i w_ = _mm256_shuffle_epi8((v), M[r]);                                          \
+        if (SIGNED) w_ = _mm256_srai_epi32(w_, 24);                                           \
+        _mm256_storeu_ps(o[r] + i, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(w_), A[r]), \
+                                                 C[r]));                                      \
     } while (0)
-    for (; i + 16 <= n; i += 16) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(px + 3 * i));
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(px + 3 * i + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(px + 3 * i + 32));
-        __m128i vr = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(x0, r0), _mm_shuffle_epi8(x1, r1)),
-                                  _mm_shuffle_epi8(x2, r2));
-        __m128i vg = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(x0, g0), _mm_shuffle_epi8(x1, g1)),
-                                  _mm_shuffle_epi8(x2, g2));
-        __m128i vb = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(x0, b0), _mm_shuffle_epi8(x1, b1)),
-                                  _mm_shuffle_epi8(x2, b2));
-        ST_PLANE8(vr, A0, C0, o0);
-        ST_PLANE8(vg, A1, C1, o1);
-        ST_PLANE8(vb, A2, C2, o2);
+
+#define ST_DEF_PLANES_AVX2(R, TN, T, SIGNED_)                                                 \
+    __attribute__((target("avx2"))) static void st_planes##R##_##TN##_avx2(                   \
+        char *d, st_cidx dp, const char *s, st_cidx n, const void *scale, const void *shift,  \
+        st_cidx pp)                                                                           \
+    {                                                                                         \
+        enum { SIGNED = SIGNED_ };                                                            \
+        const char *px = s;                                                                   \
+        const float *a = (const float *)scale, *c = (const float *)shift;                     \
+        float *o[R];                                                                          \
+        __m256i M[R];                                                                         \
+        __m256 A[R], C[R];                                                                    \
+        st_cidx i = 0;                                                                        \
+        int r;                                                                                \
+        for (r = 0; r < R; r++) {                                                             \
+            o[r] = (float *)(void *)(d + r * dp);                                             \
+            M[r] = ST_PLANE_MASK(R, r, SIGNED);                                               \
+            A[r] = _mm256_set1_ps(a[r * pp]);                                                 \
+            C[r] = _mm256_set1_ps(c[r * pp]);                                                 \
+        }                                                                                     \
+        /* the round reads 4 * R + 16 bytes from pixel i (3 channels: 28 of 24, the next     \
+         * round's): stop while they are inside the n pixels */                               \
+        for (; (i + 8) * R + (R == 3 ? 4 : 0) <= n * R; i += 8) {                             \
+            const __m128i lo_ = _mm_loadu_si128((const __m128i *)(const void *)(px + R * i)); \
+            const __m128i hi_ =                                                               \
+                _mm_loadu_si128((const __m128i *)(const void *)(px + R * i + 4 * R));         \
+            const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(lo_), hi_, 1);   \
+            for (r = 0; r < R; r++) ST_PLANE_OUT(v, r);                                       \
+        }                                                                                     \
+        if (i < n)                                                                            \
+            st_planes##R##_##TN##_base((char *)(o[0] + i), dp, s + R * i, n - i, scale,       \
+                                       shift, pp);                                            \
     }
-#undef ST_PLANE8
-    if (i < n)
-        st_planes3_u8_base((char *)(o0 + i), dp, s + 3 * i, n - i, scale, shift, pp);
-}
+
+ST_DEF_PLANES_AVX2(3, u8, uint8_t, 0)
+ST_DEF_PLANES_AVX2(3, i8, int8_t, 1)
+ST_DEF_PLANES_AVX2(4, u8, uint8_t, 0)
+ST_DEF_PLANES_AVX2(4, i8, int8_t, 1)
+#undef ST_PLANE_OUT
 #endif
 
 /* What the CPU has, found once when _convert is imported (its own libgcc CPU model). */
@@ -914,7 +920,7 @@ static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int sim
         return NULL;
 #if ST_CVT_X86_GNU
     wide = simd >= 2 && st_cvt_has_avx2;
-    if (wide && stype == ST_U8) return R == 3 ? st_planes3_shuffle : st_planes4_u8_avx2;
+    if (wide && stype == ST_U8) return R == 3 ? st_planes3_u8_avx2 : st_planes4_u8_avx2;
     if (wide) return R == 3 ? st_planes3_i8_avx2 : st_planes4_i8_avx2;
 #endif
     (void)simd; (void)wide;
