@@ -48,6 +48,7 @@ import statistics
 import sys
 import time
 import timeit
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -535,6 +536,12 @@ def _make_quantize(spec: tuple[str, tuple[int, int, int, int], int, bool],
                 def torch_quantize() -> None:
                     q = torch.quantize_per_tensor(tx, float(s), int(z), torch.qint8)
                     tq.copy_(q.int_repr().view(split))
+
+                # torch deprecates its quantized tensors with a warning given once a process:
+                # take it here, not in the middle of the table (it is still a peer users run)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    torch_quantize()
 
                 c["torch quant"] = Contender(
                     torch_quantize, "peer", lambda _: out_q, out_q, tol=1,
