@@ -95,16 +95,29 @@ def test_every_plan_gives_numpy_values(plan, src_dtype, dst_dtype, affine, direc
     assert dst.dtype == want.dtype
 
 
-def test_thread_count_does_not_change_a_bit():
+@pytest.mark.parametrize("claims", [8, 1, 0], ids=["claims-8", "claims-1", "fixed-shares"])
+@pytest.mark.parametrize("dtype", ["int8", "float16"])
+def test_thread_count_does_not_change_a_bit(claims, dtype):
+    """1, 2 or 3 threads, claiming blocks in runs of any length or in fixed shares: the same
+    bytes (an affine int8 quantize through the tiles, a float16 cast through the one-pass
+    kernels)."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 64, 33, 35)).astype(np.float32) * 50
+    kwargs = ({"scale": np.arange(64) / 7, "shift": -3.0, "axis": 1} if dtype == "int8"
+              else {})
     outs = []
-    for threads in (1, 2, 3):
-        y = np.zeros((4, 33, 35, 64), np.int8)
-        st.copyto(y.transpose(0, 3, 1, 2), x, casting="unsafe", scale=np.arange(64) / 7,
-                  shift=-3.0, axis=1, num_threads=threads)
-        outs.append(y)
-    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+    old = _convert._tune(claims_per_thread=claims)
+    try:
+        for threads in (1, 2, 3):
+            y = np.zeros((4, 33, 35, 64), dtype)
+            st.copyto(y.transpose(0, 3, 1, 2), x, casting="unsafe", num_threads=threads,
+                      **kwargs)
+            outs.append(y)
+    finally:
+        _convert._tune(*old)
+    assert all(np.array_equal(outs[0].view(np.uint8), o.view(np.uint8)) for o in outs[1:])
+    assert np.array_equal(outs[0], _expected(x, dtype, kwargs.get("scale"), kwargs.get("shift"),
+                                             kwargs.get("axis")).transpose(0, 2, 3, 1))
 
 
 @pytest.mark.parametrize("case", ["plain", "vector", "scalar", "reversed", "numpy params"])

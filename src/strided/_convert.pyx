@@ -96,6 +96,7 @@ cdef extern from "_kernels/convert_tiles.h":
                                  Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
     st_tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd) noexcept nogil
     void st_store_fence() noexcept nogil
+    int64_t st_claim(int64_t* next, int64_t n) noexcept nogil
 
 
 st_cvt_init()   # once, at import
@@ -154,6 +155,7 @@ cdef int64_t _TILED_BYTES = 262144     # ... for the one-pass kernels (convert_t
 cdef int64_t _TILE_COLUMNS = 64        # a staged tile's columns (destination rows' run)
 cdef int64_t _ROW_BYTES = 64 * 1024    # bytes of a block of rows
 cdef int64_t _THREAD_BYTES = 256 * 1024   # each extra thread needs this much work
+cdef int64_t _CLAIMS_PER_THREAD = 8    # a team's blocks are claimed in this many runs a thread
 cdef int64_t _NOGIL_BYTES = 16 * 1024  # smaller conversions keep the GIL
 cdef int64_t _PERIOD_ITEMS = 512       # an unrolled period of per-channel parameters
 cdef bint _PLANES = True               # dense uint8 pixels go straight to float32 planes
@@ -461,11 +463,26 @@ cdef int _team(const ConvertPlan* P, int nthreads) noexcept nogil:
     return <int>max(<int64_t>1, min(<int64_t>nthreads, P.nbytes // _THREAD_BYTES, P.items))
 
 
+cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t* next,
+                      int64_t chunk, char* tile) noexcept nogil:
+    """Inside a team: claim runs of ``chunk`` blocks from the shared counter ``next`` until
+    none is left. As in the copy engine (_copy._run_share): a thread that a busy neighbour
+    process holds back claims fewer blocks instead of holding the whole team back. Paired
+    against fixed shares (AMD EPYC, 2 threads): a 1080x1920 normalise 0.83x the time; float16
+    / bfloat16 NHWC at 64 MiB and the int8 NCHW32 quantize unchanged (1.00-1.02x)."""
+    cdef int64_t lo
+    while True:
+        lo = st_claim(next, chunk)
+        if lo >= P.items:
+            return
+        _run_range(P, dst, src, lo, min(lo + chunk, P.items), tile)
+
+
 cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nt,
                    char* tiles) noexcept nogil:
-    """Run every block on ``nt`` threads (_team), each a contiguous share of the blocks and
-    its own staging tile of ``tiles``."""
-    cdef int64_t t, size = _tile_bytes(P)
+    """Run every block on ``nt`` threads (_team), each claiming blocks (_run_claims) and
+    staging them in its own tile of ``tiles``."""
+    cdef int64_t t, size = _tile_bytes(P), next = 0, chunk
     dst += P.dst_shift
     src += P.src_shift
     if nt <= 1:
@@ -473,8 +490,12 @@ cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nt,
         if P.stream:
             st_store_fence()
         return
+    if _CLAIMS_PER_THREAD == 0:   # (fixed shares: for paired measurements)
+        chunk = _ceil_div(P.items, nt)
+    else:
+        chunk = max(<int64_t>1, P.items // (nt * _CLAIMS_PER_THREAD))
     for t in prange(nt, num_threads=nt, schedule="static", chunksize=1):
-        _run_range(P, dst, src, t * P.items // nt, (t + 1) * P.items // nt, tiles + t * size)
+        _run_claims(P, dst, src, &next, chunk, tiles + t * size)
         if P.stream:
             st_store_fence()
 
@@ -892,18 +913,22 @@ cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) exc
 
 
 def _tune(tile_bytes=None, period_items=None, tile_columns=None, convert_last=None,
-          stage=None, stage_chunk=None, planes=None, tiled=None, tiled_bytes=None):
+          stage=None, stage_chunk=None, planes=None, tiled=None, tiled_bytes=None,
+          claims_per_thread=None):
     """Set the staging tile's bytes, the unrolled parameter period, the tile's columns and
     whether transposes convert last (-1: when widening, 0: never, 1: always), whether they
     go through a staged chunk (-1: large narrowing ones, 0: never, 1: always) and its bytes,
     whether dense uint8 pixels go straight to float32 planes, and whether float32 <->
-    float16/bfloat16 transposes take the one-pass kernels and their tile's bytes; return the
-    previous values.
+    float16/bfloat16 transposes take the one-pass kernels and their tile's bytes, and how many
+    runs of blocks a thread of a team claims (0: one fixed share each); return the previous
+    values.
     For benchmarks and tests."""
     global _TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK
-    global _PLANES, _TILED, _TILED_BYTES
+    global _PLANES, _TILED, _TILED_BYTES, _CLAIMS_PER_THREAD
     old = (_TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK,
-           _PLANES, _TILED, _TILED_BYTES)
+           _PLANES, _TILED, _TILED_BYTES, _CLAIMS_PER_THREAD)
+    if claims_per_thread is not None:
+        _CLAIMS_PER_THREAD = max(0, int(claims_per_thread))
     if tiled_bytes is not None:
         _TILED_BYTES = min(max(4096, int(tiled_bytes)), 1 << 22)
     if tiled is not None:
