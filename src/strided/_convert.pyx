@@ -245,10 +245,11 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     # float32 -> float16 / bfloat16 (mixed precision's NCHW -> NHWC): one pass, converting
     # 8 x 8 micro-tiles in registers into a staging tile of destination items, whose runs
     # leave whole and, for destinations far larger than the cache, streamed. Paired at 64 MiB
-    # (AMD EPYC, 1 / 2 threads), float32 NCHW -> NHWC took 0.71 / 0.60x the time of the
-    # two-pass route (staged on 1 thread) for float16, 0.94 / 0.66x for bfloat16, whose
-    # integer rounding then bounds it. A 256 KiB tile (_TILED_BYTES) rather than 128 KiB:
-    # 0.9x the time at 2 threads, the longer runs per source row suiting DRAM. The widening
+    # (AMD EPYC, 1 / 2 threads), float32 NCHW -> NHWC took 0.82 / 0.60x the time of the
+    # two-pass route (staged on 1 thread) for float16, 0.86 / 0.52x for bfloat16. A 256 KiB
+    # tile (_TILED_BYTES) rather than 128 KiB: 0.9x the time, the longer runs per source row
+    # suiting DRAM; 512 KiB gained 3-5% more, but is half of a 1 MiB L2 that two hyperthreads
+    # may share, so it was left. The widening
     # direction (float16 NHWC -> float32 NCHW) is not tiled: its destination rows are long
     # planes, staged 2 KiB apart in the tile, and the kernel was 2x slower than converting
     # the transposed tile's rows (in cache, measured).

@@ -1,23 +1,26 @@
 /* Converting transposes in one pass: tile.h's staged transpose with micro-kernels that convert
- * in registers between load and store, for the mixed-precision relayouts (float32 NCHW <->
+ * in registers between load and store, for the mixed-precision relayouts (float32 NCHW ->
  * float16 / bfloat16 NHWC).
  *
  * The conversion engine's general transpose converts a block in the source's order into an L2
- * tile and then transposes the tile out with the copy engine's kernels (or the other way
- * round), so every item crosses the cache twice and the destination is written with ordinary
- * stores. These kernels read an 8 x 8 micro-tile of the source, transpose it in AVX2
- * registers, convert it (F16C for float16, integer rounding for bfloat16) and put it in the
- * staging tile, whose rows then leave as whole contiguous runs, streamed for copies far larger
- * than the cache (the planner's flag). Measured at 64 MiB, float32 NCHW -> float16 NHWC
- * (AMD EPYC): see _convert.pyx, _plan.
+ * tile and then transposes the tile out with the copy engine's kernels, so every item crosses
+ * the cache twice and the destination is written with ordinary stores. These kernels read an
+ * 8 x 8 micro-tile of the source, convert and transpose it in AVX2 registers (F16C for
+ * float16, torch's integer rounding for bfloat16) and put it in the staging tile, whose rows
+ * then leave as whole contiguous runs, streamed for destinations far larger than the cache
+ * (the planner's flag). Measured: see _convert.pyx, _plan.
  *
  * Every kernel gives the bits of the portable conversions of convert.h (st_f32_to_f16,
- * st_f32_to_bf16 ...), which the ragged edges use; there is one kernel per (source,
- * destination) pair, picked by st_cvt_tiled() at the SIMD level in use, or none (the engine
- * then takes its general route). */
+ * st_f32_to_bf16), which the ragged edges use; there is one kernel per (source, destination)
+ * pair, picked by st_cvt_tiled() at the SIMD level in use, or none (the engine then takes its
+ * general route). */
 #ifndef STRIDED_KERNELS_CONVERT_TILES_H
 #define STRIDED_KERNELS_CONVERT_TILES_H
 
+/* tile.h's line copy for source rows that alias in L1: 32-byte moves, the width the
+ * micro-kernels load (a load spanning two narrower stores is not forwarded from them: with
+ * memcpy's 16-byte moves the float16 kernel took 1.5x the time, in cache). Expanded only in
+ * the AVX2 instances below. */
 #define ST_COPY_LINE(d, s)                                                                    \
     do {                                                                                      \
         const __m256i *s_ = (const __m256i *)(const void *)(s);                               \
@@ -41,15 +44,14 @@ typedef void (*st_tiled_fn)(char *dst, st_idx dp, const char *src, st_idx sq, st
 #define ST_TILE_F16C __attribute__((target("avx2,f16c")))
 #define ST_TILE_INLINE static inline __attribute__((always_inline))
 
-/* 8 floats -> 8 bfloat16 as torch rounds (st_f32_to_bf16): to nearest even, NaN -> 0x7fc0;
- * each in the low half of a 32-bit item */
-ST_TILE_AVX2 ST_TILE_INLINE __m256i st_bf16_round(__m256 x)
+/* 8 floats rounded as torch rounds to bfloat16 (st_f32_to_bf16: to nearest even, NaN ->
+ * 0x7fc0), each result in the high half of its 32-bit item (the low half is left over) */
+ST_TILE_AVX2 ST_TILE_INLINE __m256i st_bf16_high(__m256 x)
 {
     const __m256i u = _mm256_castps_si256(x);
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
-    r = _mm256_srli_epi32(r, 16);
-    return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0),
+    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+    return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000),
                               _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
 }
 
@@ -73,21 +75,33 @@ ST_TILE_AVX2 ST_TILE_INLINE __m256i st_bf16_round(__m256 x)
 
 ST_DEFINE_CVT_MICRO(st_micro_f32_f16, ST_TILE_F16C, st_t4, st_t2, ST_LD_F32, ST_ST_F16)
 
-/* bfloat16 rows two at a time: one pack and one permute make both (the rounding is integer
- * work, and at two threads this kernel is bound by it, not by memory) */
+/* bfloat16: the integer rounding is most of the work (7 instructions for 8 values, where F16C
+ * takes one), so the rest is cut down: the tile is rounded in the source's order (row i:
+ * channel i of 8 pixels), two channels' results are put side by side in 32-bit items by one
+ * 16-bit blend (channels 2k, 2k+1 of each pixel), and four such rows make a 4 x 4 transpose
+ * of 32-bit items per 128-bit lane, whose rows are each a pixel's 8 channels. 80 instructions
+ * a micro-tile against 104 for the float transpose then the rounding. */
 ST_TILE_AVX2 ST_TILE_INLINE void st_micro_f32_bf16(const char *s, st_idx ss, char *d, st_idx ds)
 {
-    __m256 r[8];
-    int i;
-    for (i = 0; i < 8; i++) r[i] = ST_LD_F32(s + i * ss * 4);
-    st_transpose8_ps(r);
-    for (i = 0; i < 8; i += 2) {
-        /* per 128-bit lane: row i's 4 items, then row i+1's; the permute puts row i first */
-        __m256i p = _mm256_packus_epi32(st_bf16_round(r[i]), st_bf16_round(r[i + 1]));
-        p = _mm256_permute4x64_epi64(p, 0xD8);
-        _mm_storeu_si128((__m128i *)(void *)(d + i * ds * 2), _mm256_castsi256_si128(p));
-        _mm_storeu_si128((__m128i *)(void *)(d + (i + 1) * ds * 2),
-                         _mm256_extracti128_si256(p, 1));
+    __m256i p[4], t[4], q[4];
+    int k;
+    for (k = 0; k < 4; k++) {
+        const __m256i a = st_bf16_high(ST_LD_F32(s + 2 * k * ss * 4));
+        const __m256i b = st_bf16_high(ST_LD_F32(s + (2 * k + 1) * ss * 4));
+        p[k] = _mm256_blend_epi16(_mm256_srli_epi32(a, 16), b, 0xAA);
+    }
+    t[0] = _mm256_unpacklo_epi32(p[0], p[1]);
+    t[1] = _mm256_unpackhi_epi32(p[0], p[1]);
+    t[2] = _mm256_unpacklo_epi32(p[2], p[3]);
+    t[3] = _mm256_unpackhi_epi32(p[2], p[3]);
+    q[0] = _mm256_unpacklo_epi64(t[0], t[2]);   /* pixel 0 (low lane), pixel 4 (high lane) */
+    q[1] = _mm256_unpackhi_epi64(t[0], t[2]);   /* pixels 1 and 5 */
+    q[2] = _mm256_unpacklo_epi64(t[1], t[3]);   /* pixels 2 and 6 */
+    q[3] = _mm256_unpackhi_epi64(t[1], t[3]);   /* pixels 3 and 7 */
+    for (k = 0; k < 4; k++) {
+        _mm_storeu_si128((__m128i *)(void *)(d + k * ds * 2), _mm256_castsi256_si128(q[k]));
+        _mm_storeu_si128((__m128i *)(void *)(d + (k + 4) * ds * 2),
+                         _mm256_extracti128_si256(q[k], 1));
     }
 }
 
