@@ -6,9 +6,12 @@ the engine's two-pass route, at every SIMD level, on 1 and 2 threads, with ragge
 source strides that alias in L1, padded destination rows, flipped dims, streaming stores and
 guard bytes around the destination."""
 
+import sys
+
 import numpy as np
 import pytest
 from convert_oracle import assert_converted_equal, cast, np_dtype, special_values
+from isolated import run_isolated
 
 import strided as st
 from strided import _convert, _copy
@@ -138,3 +141,68 @@ def test_relayout_to_channels_last_half():
     assert y.dtype == np.float16
     assert y.strides == (16 * 16 * 32 * 2, 2, 16 * 32 * 2, 32 * 2)
     assert_converted_equal(y, cast(x, "float16"), x, "relayout NHWC float16")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mmap + mprotect via libc")
+def test_conversion_kernels_touch_no_byte_outside_their_operands():
+    """The vector kernels of the conversion engine (pixels -> planes, planes -> pixels, the
+    one-pass half-precision tiles) with the source's last byte and, separately, the
+    destination's last byte right before a page that may be neither read nor written
+    (mprotect PROT_NONE): a read or write past the end faults. In a subprocess, at every SIMD
+    level and on 1 and 2 threads, so that a fault fails this test instead of pytest."""
+    out = run_isolated("""
+        import ctypes, mmap
+        import numpy as np
+        from strided import _convert, _copy
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        page = mmap.PAGESIZE
+        pages = 64
+        area = mmap.mmap(-1, (pages + 1) * page)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(area))
+        assert libc.mprotect(base + pages * page, page, 0) == 0, ctypes.get_errno()
+        end = base + pages * page     # the first byte that faults
+
+        def convert(dst, dst_type, dst_strides, src, src_type, src_strides, sizes, threads,
+                    **kw):
+            _convert.convert_memory(dst, src, sizes, dst_strides, src_strides, dst_type,
+                                    src_type, num_threads=threads, **kw)
+
+        cases = []   # (sizes, dst strides, dst type, src strides, src type, affine)
+        for ch in (3, 4):
+            for n in (1, 9, 31, 100, 257):
+                # pixels -> planes: src (n, ch) dense, dst (ch, n) planes
+                cases.append(((n, ch), (1, n), "float32", (ch, 1), "uint8", True))
+                cases.append(((n, ch), (1, n), "float32", (ch, 1), "int8", True))
+                # planes -> pixels, quantizing
+                cases.append(((n, ch), (ch, 1), "uint8", (1, n), "float32", True))
+                cases.append(((n, ch), (ch, 1), "int8", (1, n), "float32", True))
+        for c in (8, 13, 64):
+            for n in (8, 37, 130):
+                # NCHW -> NHWC float16 / bfloat16: src (c, n) planes, dst (n, c) pixels
+                cases.append(((c, n), (1, c), "float16", (n, 1), "float32", False))
+                cases.append(((c, n), (1, c), "bfloat16", (n, 1), "float32", False))
+        size = {"uint8": 1, "int8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
+        bad = 0
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for sizes, ds, dt, ss, stp, affine in cases:
+                count = sizes[0] * sizes[1]
+                kw = {"scale": 0.5, "shift": 1.0} if affine else {}
+                for threads in (1, 2):
+                    # the source ends at the guard page; the destination elsewhere
+                    src = end - count * size[stp]
+                    dst = base
+                    ctypes.memset(src, 7, count * size[stp])
+                    convert(dst, dt, ds, src, stp, ss, sizes, threads, **kw)
+                    first = ctypes.string_at(dst, count * size[dt])
+                    # the destination ends at the guard page; the source elsewhere
+                    dst = end - count * size[dt]
+                    src = base
+                    ctypes.memset(src, 7, count * size[stp])
+                    convert(dst, dt, ds, src, stp, ss, sizes, threads, **kw)
+                    bad += ctypes.string_at(dst, count * size[dt]) != first
+        _copy._simd(-1)
+        print("bad", bad, "cases", len(cases))
+    """)
+    assert out.split()[:2] == ["bad", "0"]
