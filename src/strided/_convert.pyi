@@ -29,7 +29,10 @@ def _tune(
     stage: int | None = None,
     stage_chunk: int | None = None,
     planes: bool | None = None,
-) -> tuple[int, int, int, int, int, int, bool]: ...
+    tiled: bool | None = None,
+    tiled_bytes: int | None = None,
+    claims_per_thread: int | None = None,
+) -> tuple[int, int, int, int, int, int, bool, bool, int, int]: ...
 
 CASTINGS: tuple[str, ...]
 
