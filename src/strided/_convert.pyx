@@ -160,7 +160,7 @@ cdef int64_t _NOGIL_BYTES = 16 * 1024  # smaller conversions keep the GIL
 cdef int64_t _PERIOD_ITEMS = 512       # an unrolled period of per-channel parameters
 cdef bint _PLANES = True               # dense uint8 pixels go straight to float32 planes
 cdef int _CONVERT_LAST = -1            # -1: widening transposes convert last; 0 never, 1 always
-cdef bint _TILED = True                # float32 <-> float16/bfloat16 transposes in one pass
+cdef bint _TILED = True                # float32 -> float16/bfloat16 transposes in one pass
 
 ctypedef struct ConvertPlan:
     st_cvt_op op
@@ -249,10 +249,9 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     # two-pass route (staged on 1 thread) for float16, 0.86 / 0.52x for bfloat16. A 256 KiB
     # tile (_TILED_BYTES) rather than 128 KiB: 0.9x the time, the longer runs per source row
     # suiting DRAM; 512 KiB gained 3-5% more, but is half of a 1 MiB L2 that two hyperthreads
-    # may share, so it was left. The widening
-    # direction (float16 NHWC -> float32 NCHW) is not tiled: its destination rows are long
-    # planes, staged 2 KiB apart in the tile, and the kernel was 2x slower than converting
-    # the transposed tile's rows (in cache, measured).
+    # may share, so it was left. The widening direction (float16 NHWC -> float32 NCHW) is not
+    # tiled: its destination rows are long planes, staged 2 KiB apart in the tile, and the
+    # kernel was 2x slower than converting the transposed tile's rows (in cache, measured).
     P.tiled = NULL
     P.stream = 0
     if P.kind == _TRANSPOSE and _TILED:
@@ -919,7 +918,7 @@ def _tune(tile_bytes=None, period_items=None, tile_columns=None, convert_last=No
     """Set the staging tile's bytes, the unrolled parameter period, the tile's columns and
     whether transposes convert last (-1: when widening, 0: never, 1: always), whether they
     go through a staged chunk (-1: large narrowing ones, 0: never, 1: always) and its bytes,
-    whether dense uint8 pixels go straight to float32 planes, and whether float32 <->
+    whether dense uint8 pixels go straight to float32 planes, and whether float32 ->
     float16/bfloat16 transposes take the one-pass kernels and their tile's bytes, and how many
     runs of blocks a thread of a team claims (0: one fixed share each); return the previous
     values.
