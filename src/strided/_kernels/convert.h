@@ -765,7 +765,7 @@ ST_DEF_PLANES4(base, , int8_t, i8)
                                                  C[r]));                                      \
     } while (0)
 
-#define ST_DEF_PLANES_AVX2(R, TN, T, SIGNED_)                                                 \
+#define ST_DEF_PLANES_AVX2(R, TN, SIGNED_)                                                 \
     __attribute__((target("avx2"))) static void st_planes##R##_##TN##_avx2(                   \
         char *d, st_cidx dp, const char *s, st_cidx n, const void *scale, const void *shift,  \
         st_cidx pp)                                                                           \
@@ -798,10 +798,10 @@ ST_DEF_PLANES4(base, , int8_t, i8)
                                        shift, pp);                                            \
     }
 
-ST_DEF_PLANES_AVX2(3, u8, uint8_t, 0)
-ST_DEF_PLANES_AVX2(3, i8, int8_t, 1)
-ST_DEF_PLANES_AVX2(4, u8, uint8_t, 0)
-ST_DEF_PLANES_AVX2(4, i8, int8_t, 1)
+ST_DEF_PLANES_AVX2(3, u8, 0)
+ST_DEF_PLANES_AVX2(3, i8, 1)
+ST_DEF_PLANES_AVX2(4, u8, 0)
+ST_DEF_PLANES_AVX2(4, i8, 1)
 #undef ST_PLANE_OUT
 #endif
 
