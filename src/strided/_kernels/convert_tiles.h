@@ -55,32 +55,28 @@ ST_TILE_AVX2 ST_TILE_INLINE __m256i st_bf16_high(__m256 x)
                               _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
 }
 
-/* An 8 x 8 micro-tile: eight rows of the source (ss items apart) become eight rows of the
- * destination (ds items apart), converted. LOAD(p) gives 8 floats from the source's 8 items
- * at p; STORE(p, v) writes 8 floats v as the destination's 8 items at p. */
-#define ST_DEFINE_CVT_MICRO(NAME, ATTR, TS, TD, LOAD, STORE)                                  \
-    ATTR ST_TILE_INLINE void NAME(const char *s, st_idx ss, char *d, st_idx ds)               \
-    {                                                                                         \
-        __m256 r[8];                                                                          \
-        int i;                                                                                \
-        for (i = 0; i < 8; i++) r[i] = LOAD(s + i * ss * (st_idx)sizeof(TS));                 \
-        st_transpose8_ps(r);                                                                  \
-        for (i = 0; i < 8; i++) STORE(d + i * ds * (st_idx)sizeof(TD), r[i]);                 \
-    }
-
 #define ST_LD_F32(p) _mm256_loadu_ps((const float *)(const void *)(p))
-#define ST_ST_F16(p, v)                                                                       \
-    _mm_storeu_si128((__m128i *)(void *)(p),                                                  \
-                     _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 
-ST_DEFINE_CVT_MICRO(st_micro_f32_f16, ST_TILE_F16C, st_t4, st_t2, ST_LD_F32, ST_ST_F16)
+/* float16, an 8 x 8 micro-tile: eight source rows of 8 floats (ss items apart) transposed in
+ * registers, each row then rounded by F16C into 8 halves of a destination row (ds apart). */
+ST_TILE_F16C ST_TILE_INLINE void st_micro_f32_f16(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    __m256 r[8];
+    int i;
+    for (i = 0; i < 8; i++) r[i] = ST_LD_F32(s + i * ss * 4);
+    st_transpose8_ps(r);
+    for (i = 0; i < 8; i++)
+        _mm_storeu_si128((__m128i *)(void *)(d + i * ds * 2),
+                         _mm256_cvtps_ph(r[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 
 /* bfloat16: the integer rounding is most of the work (7 instructions for 8 values, where F16C
  * takes one), so the rest is cut down: the tile is rounded in the source's order (row i:
  * channel i of 8 pixels), two channels' results are put side by side in 32-bit items by one
  * 16-bit blend (channels 2k, 2k+1 of each pixel), and four such rows make a 4 x 4 transpose
- * of 32-bit items per 128-bit lane, whose rows are each a pixel's 8 channels. 80 instructions
- * a micro-tile against 104 for the float transpose then the rounding. */
+ * of 32-bit items per 128-bit lane, whose rows are each a pixel's 8 channels: 80 instructions
+ * a micro-tile (counted) against 104 for the float transpose then the rounding; measured at
+ * 64 MiB on 2 threads, 4.4 -> 3.4 ms. */
 ST_TILE_AVX2 ST_TILE_INLINE void st_micro_f32_bf16(const char *s, st_idx ss, char *d, st_idx ds)
 {
     __m256i p[4], t[4], q[4];
