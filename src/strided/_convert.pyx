@@ -25,16 +25,13 @@ channel split in two dims has strides ``(x, 1)``). The innermost loops never see
 What this module adds to the copy engine: the plan of a conversion, its runner on threads, and
 ``convert_memory``, the raw entry that :mod:`strided.copy` calls once everything is checked.
 """
-from cpython.buffer cimport (
-    PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer,
-)
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
-from libc.string cimport memcpy
 from libc.stdint cimport int64_t, intptr_t
 from cython.parallel cimport prange
 
 from strided._copy cimport (
-    block_problem, copy_elements, copy_threads, simd_level, streams, transpose_block,
+    block_problem, copy_elements, copy_threads, default_threads, simd_level, streams,
+    team_enter, team_leave, transpose_block,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -43,8 +40,7 @@ from strided._core cimport (
 )
 from strided._openmp cimport STRIDED_OPENMP_ENABLED
 
-import numbers
-import sys
+from strided._core import load_parameter
 
 cdef extern from "_kernels/convert.h":
     enum:
@@ -187,6 +183,7 @@ ctypedef struct ConvertPlan:
     char* period_scale      # the parameters of one tile column, repeated (or NULL)
     char* period_shift
     int64_t period
+    int64_t claims_per_thread   # _CLAIMS_PER_THREAD when planned (no module state read nogil)
 
 
 cdef inline int64_t _ceil_div(int64_t a, int64_t b) noexcept nogil:
@@ -299,6 +296,7 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     P.items = P.nbr * P.nbc
     for i in range(P.nouter):
         P.items *= P.n[i]
+    P.claims_per_thread = _CLAIMS_PER_THREAD
 
 
 cdef bint _whole_runs(const ConvertPlan* P) noexcept nogil:
@@ -456,11 +454,18 @@ cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t l
                    min(P.BR, P.R - r0), min(P.BC, P.C - c0), tile)
 
 
-cdef int _team(const ConvertPlan* P, int nthreads) noexcept nogil:
-    """The threads a plan runs on: one below _THREAD_BYTES of work a thread."""
+cdef int64_t _team(const ConvertPlan* P) noexcept nogil:
+    """The most threads a plan has work for: one per _THREAD_BYTES, one per block."""
     if not STRIDED_OPENMP_ENABLED:
         return 1
-    return <int>max(<int64_t>1, min(<int64_t>nthreads, P.nbytes // _THREAD_BYTES, P.items))
+    return max(<int64_t>1, min(P.nbytes // _THREAD_BYTES, P.items))
+
+
+cdef int _most_threads(const ConvertPlan* P, int nthreads) noexcept nogil:
+    """The largest team a plan may run on for the engine's thread argument ``nthreads`` (0:
+    the default; the budget of team_enter may give it fewer when it runs): its staging tiles
+    are had for that many threads before it runs."""
+    return <int>min(<int64_t>(nthreads if nthreads > 0 else default_threads()), _team(P))
 
 
 cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t* next,
@@ -478,26 +483,30 @@ cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t*
         _run_range(P, dst, src, lo, min(lo + chunk, P.items), tile)
 
 
-cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nt,
-                   char* tiles) noexcept nogil:
-    """Run every block on ``nt`` threads (_team), each claiming blocks (_run_claims) and
-    staging them in its own tile of ``tiles``."""
+cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthreads,
+                   int most, char* tiles) noexcept nogil:
+    """Run every block on a team for the engine's thread argument ``nthreads`` of at most
+    ``most`` threads (the tiles had, see _most_threads), each claiming blocks (_run_claims)
+    and staging them in its own tile of ``tiles``."""
     cdef int64_t t, size = _tile_bytes(P), next = 0, chunk
+    cdef int claimed, nt = team_enter(nthreads, most, &claimed)
     dst += P.dst_shift
     src += P.src_shift
     if nt <= 1:
         _run_range(P, dst, src, 0, P.items, tiles)
         if P.stream:
             st_store_fence()
+        team_leave(claimed)
         return
-    if _CLAIMS_PER_THREAD == 0:   # (fixed shares: for paired measurements)
+    if P.claims_per_thread == 0:   # (fixed shares: for paired measurements)
         chunk = _ceil_div(P.items, nt)
     else:
-        chunk = max(<int64_t>1, P.items // (nt * _CLAIMS_PER_THREAD))
+        chunk = max(<int64_t>1, P.items // (nt * P.claims_per_thread))
     for t in prange(nt, num_threads=nt, schedule="static", chunksize=1):
         _run_claims(P, dst, src, &next, chunk, tiles + t * size)
         if P.stream:
             st_store_fence()
+    team_leave(claimed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -507,109 +516,33 @@ cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nt,
 cdef int _load_params(object value, str name, int64_t length, int64_t ct, char* out,
                       bint missing_is_one) except -1:
     """Fill `length` compute-type items from None (1 or -0.0: not applied, bit for bit), a
-    real number (every item), or a sequence of exactly `length` real numbers."""
+    float (every item) or a tuple of exactly `length` floats: the values
+    ``strided._core.load_parameter`` read from the caller's argument. Only those: reading them
+    runs no Python code, so no caller code runs once the addresses are taken."""
     cdef int64_t i
     cdef double v
+    cdef tuple items
     if value is None:
         v = 1.0 if missing_is_one else -0.0
         for i in range(length):
             _store_ct(out, i, v, ct)
         return 0
-    if type(value) is not float and type(value) is not int and _load_float_buffer(
-            value, name, length, ct, out):
-        return 0
-    if _is_real(value):
-        v = _real(value, name)
+    if type(value) is float:
+        v = value
         for i in range(length):
             _store_ct(out, i, v, ct)
         return 0
-    items = _items(value, name)
+    if type(value) is not tuple:
+        raise TypeError(f"{name} must be loaded by strided._core.load_parameter first (None, "
+                        f"a float or a tuple of floats), got {type(value).__name__}")
+    items = <tuple>value
     if len(items) != length:
         raise ValueError(f"{name} has {len(items)} values but the channel axis has {length}")
     for i in range(length):
-        item = items[i]
-        _store_ct(out, i, item if type(item) is float else _real(item, f"{name}[{i}]"), ct)
+        if type(items[i]) is not float:
+            raise TypeError(f"{name}[{i}] must be a float, got {type(items[i]).__name__}")
+        _store_ct(out, i, <double>items[i], ct)
     return 0
-
-
-cdef bint _load_float_buffer(object value, str name, int64_t length, int64_t ct,
-                             char* out) except -1:
-    """Fill the items from a 1-D buffer of native float32 or float64 values (a numpy vector of
-    means or stds): read in C, the values _items would give (tolist() is exact for both).
-    False, reading nothing, for any other object or buffer: the generic path reads those.
-    Measured on a 224x224 normalise with a float32 scale and shift vector: the call's fixed
-    cost went from 7.8 to 1.4 microseconds."""
-    cdef Py_buffer view
-    cdef const char* fmt
-    cdef char* p
-    cdef float f
-    cdef double d
-    cdef int64_t i
-    cdef bint single
-    if type(value) is list or type(value) is tuple or not PyObject_CheckBuffer(value):
-        return False
-    try:
-        PyObject_GetBuffer(value, &view, PyBUF_RECORDS_RO)
-    except Exception:   # the exporter refuses a strided, formatted buffer: the generic path
-        return False
-    try:
-        fmt = view.format
-        if view.ndim != 1 or fmt == NULL:
-            return False
-        if fmt[0] == b"@" or fmt[0] == b"=" or (fmt[0] == b"<" and _LITTLE_ENDIAN):
-            fmt += 1
-        if not (fmt[0] == b"f" or fmt[0] == b"d") or fmt[1] != 0:
-            return False
-        single = fmt[0] == b"f"
-        if view.shape[0] != length:
-            raise ValueError(
-                f"{name} has {view.shape[0]} values but the channel axis has {length}")
-        p = <char*>view.buf
-        for i in range(length):
-            if single:
-                memcpy(&f, p + i * view.strides[0], 4)
-                _store_ct(out, i, f, ct)
-            else:
-                memcpy(&d, p + i * view.strides[0], 8)
-                _store_ct(out, i, d, ct)
-        return True
-    finally:
-        PyBuffer_Release(&view)
-
-
-cdef bint _LITTLE_ENDIAN = sys.byteorder == "little"   # "<" is then the native order
-
-
-cdef list _items(object value, str name):
-    """The values of a parameter vector as a list. A 1-D numpy array or tensor of a real
-    dtype is read in one ``tolist()`` (exact Python floats; its dtype checked once, not per
-    value); anything else element by element."""
-    kind = str(getattr(value, "dtype", ""))
-    if kind and getattr(value, "ndim", None) == 1 and hasattr(value, "tolist"):
-        if "complex" in kind or "bool" in kind:
-            raise TypeError(f"{name} must hold real numbers, got dtype {kind}")
-        if "float" in kind or "int" in kind:
-            return list(value.tolist())
-    try:
-        return list(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a real number or a 1-D sequence of them, got "
-                        f"{type(value).__name__}") from None
-
-
-cdef bint _is_real(object value):
-    return isinstance(value, numbers.Real) or (
-        hasattr(value, "__float__") and getattr(value, "ndim", 1) == 0
-        and not isinstance(value, (str, bytes)))
-
-
-cdef double _real(object value, str name) except? -1:
-    if isinstance(value, (bool, str, bytes)) or not _is_real(value):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    kind = str(getattr(value, "dtype", ""))
-    if isinstance(value, complex) or "complex" in kind or "bool" in kind:
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    return float(value)
 
 
 cdef inline void _store_ct(char* out, int64_t i, double v, int64_t ct) noexcept:
@@ -635,10 +568,11 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     ----------
     dst_type, src_type : str
         Names in :data:`TYPE_NAMES`.
-    scale, shift : None, float or sequence of float
+    scale, shift : None, real number or 1-D vector of them
         The affine step ``t = x * scale + shift`` in the compute type (:func:`compute_type`);
-        both None: a plain cast. A sequence has ``param_length`` values, element ``index``
-        uses the one at ``dot(index, param_strides)``.
+        both None: a plain cast. A vector has ``param_length`` values, element ``index``
+        uses the one at ``dot(index, param_strides)``. Read by
+        :func:`strided._core.load_parameter` (its rules and errors) before anything else.
     param_strides : sequence of int, optional
         Strides into the parameter vectors, one per dim (default: all 0).
     param_length : int
@@ -662,7 +596,11 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef int nd, i, nthreads
     cdef char* dptr
     cdef const char* sptr
-    cdef bint affine = scale is not None or shift is not None
+    cdef bint affine
+    # the parameters first, into plain values (see strided._core.load_parameter)
+    scale = load_parameter(scale, "scale")
+    shift = load_parameter(shift, "shift")
+    affine = scale is not None or shift is not None
     nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
     load_strides(src_strides, "src_strides", src, nd)
     if param_strides is None:
@@ -707,7 +645,7 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     cdef int64_t tmp_str[MAX_NDIM]
     cdef int order[MAX_NDIM]
     cdef int64_t dlo, dhi, slo, shi, plo, phi
-    cdef int i
+    cdef int i, most
     cdef ConvertPlan P
     cdef char* params = NULL
     cdef char* staged = NULL
@@ -756,23 +694,23 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
         P.op.fused = st_cvt_fused(P.op.stype, P.op.dtype, P.op.mode, simd_level())
         P.nbytes = count * (P.dsz + P.ssz)
         _plan(&P, nd, sz, dst, src, par)
-        if _stages(&P, count, _team(&P, nthreads)):
-            return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads)
         if P.nbytes < _NOGIL_BYTES:
             nthreads = 1
-        nthreads = _team(&P, nthreads)
+        most = _most_threads(&P, nthreads)
+        if _stages(&P, count, most):
+            return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads)
         # every thread's staging tile, had before any byte is written
-        tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, nthreads * _tile_bytes(&P)))
+        tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * _tile_bytes(&P)))
         if tiles == NULL:
-            raise MemoryError(f"no memory for {nthreads} staging tiles; nothing was written")
+            raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
         P.period_scale = NULL
         try:
             _unroll_period(&P)
             if P.nbytes < _NOGIL_BYTES:
-                _execute(&P, dptr, sptr, 1, tiles)
+                _execute(&P, dptr, sptr, 1, 1, tiles)
             else:
                 with nogil:
-                    _execute(&P, dptr, sptr, nthreads, tiles)
+                    _execute(&P, dptr, sptr, nthreads, most, tiles)
         finally:
             PyMem_RawFree(P.period_scale)
             PyMem_RawFree(tiles)
@@ -858,7 +796,7 @@ cdef int _convert_staged(ConvertPlan* P, char* dptr, const char* sptr, int nd,
     _plan(&Q, n_in, isz, itmp, isrc, ipar)
     for k in range(n_out):    # parameters moving from chunk to chunk: no fixed period
         Q.outer_params = Q.outer_params or par[outer[k]] != 0
-    nt = _team(&Q, nthreads)
+    nt = _most_threads(&Q, nthreads)
     temp = <char*>PyMem_RawMalloc(<size_t>(chunk * P.dsz))
     tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, nt * _tile_bytes(&Q)))
     Q.period_scale = NULL
@@ -873,7 +811,7 @@ cdef int _convert_staged(ConvertPlan* P, char* dptr, const char* sptr, int nd,
             Q.scale = scale0 + poff * P.ct
             Q.shift = shift0 + poff * P.ct
             with nogil:
-                _execute(&Q, temp, sptr + soff * P.ssz, nt, tiles)
+                _execute(&Q, temp, sptr + soff * P.ssz, nthreads, nt, tiles)
             copy_elements(dptr + doff * P.dsz, temp, n_in, isz, idst, itmp, P.dsz, chunk,
                           nthreads)
             k = n_out - 1      # odometer over the outer dims

@@ -3,8 +3,9 @@
 #     from strided._copy cimport copy_elements, copy_threads
 #
 # Unlike the c_* routines of _core.pxd these need the GIL and may raise.
-# copy_threads: the thread count of a num_threads argument (None: the default; 1 in a process
-# forked after strided was imported); raises TypeError / ValueError naming num_threads.
+# copy_threads: the engine's thread argument of a num_threads argument: the count asked for, or
+# 0 for None (the default, sized when the copy runs by team_enter); 1 in a process forked after
+# strided was imported; raises TypeError / ValueError naming num_threads.
 # copy_elements: copy `count` elements between two memory blocks the caller owns (element
 # strides; any overlap between them is handled); return 0 when done, 1 (nothing written) when
 # dst overlaps itself or a byte offset leaves int64.
@@ -27,3 +28,10 @@ cdef bint streams(int64_t written) noexcept nogil
 # rows dim and *transposing; returns the dims left (the columns are the last). See _copy.pyx.
 cdef int block_problem(int d, int64_t* n, int64_t* ds, int64_t* ss, int64_t* ps, int* p,
                        bint* transposing) noexcept nogil
+# team_enter: the size of a team for the engine's thread argument `nthreads` and work for
+# `most` threads, within the cores the teams of other calls running now leave free when
+# nthreads is 0 (the default); *claimed: what to hand back to team_leave once the team is done.
+cdef int team_enter(int nthreads, int64_t most, int* claimed) noexcept nogil
+# default_threads: the default team (OpenMP's default, at most the cores of this process).
+cdef int default_threads() noexcept nogil
+cdef void team_leave(int claimed) noexcept nogil

@@ -92,6 +92,8 @@ ctypedef struct CopyPlan:
     int64_t dst_shift, src_shift   # bytes added to the addresses by the flipped dims
     int64_t items                  # blocks in all
     int64_t nbytes                 # bytes written
+    int64_t thread_bytes           # _THREAD_BYTES and _CHUNKS_PER_THREAD when it was planned:
+    int64_t chunks_per_thread      # the runner reads no module state without the GIL
 
 
 # Tuning, in bytes (set by _tune for experiments; the defaults were measured on this project's
@@ -426,6 +428,8 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     P.items = P.nbr * P.nbc
     for i in range(P.nouter):
         P.items *= P.n[i]
+    P.thread_bytes = _THREAD_BYTES
+    P.chunks_per_thread = _CHUNKS_PER_THREAD
 
 
 cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
@@ -525,32 +529,129 @@ cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead
 
 
 cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
-    """Run a plan: on one thread below _THREAD_BYTES of work per thread, else on a team."""
-    cdef int64_t useful = P.nbytes // _THREAD_BYTES
-    cdef int nt = nthreads
+    """Run a plan: on one thread below P.thread_bytes of work per thread, else on a team
+    (``nthreads``: the engine's thread argument, see copy_threads; team_enter sizes it)."""
+    cdef int64_t useful = P.nbytes // P.thread_bytes
+    cdef int nt, claimed
     cdef int64_t lead = 0, next = 0, chunk
     dst += P.dst_shift
     src += P.src_shift
     if P.align and <uintptr_t>dst % P.unit == 0:
         # columns before the first line boundary (rows share it: _lines_agree)
         lead = ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
-    if useful < nt:
-        nt = <int>max(<int64_t>1, useful)
-    if nt > P.items:
-        nt = <int>P.items
-    if nt <= 1 or not STRIDED_OPENMP_ENABLED or st_forked_child:
+    nt = team_enter(nthreads, min(useful, P.items), &claimed)
+    if nt <= 1:
         _run_blocks(P, dst, src, 0, P.items, lead)
-        return
-    chunk = max(<int64_t>1, P.items // (nt * _CHUNKS_PER_THREAD))
-    with parallel(num_threads=nt):
-        _run_share(P, dst, src, lead, &next, chunk)
+    else:
+        chunk = max(<int64_t>1, P.items // (nt * P.chunks_per_thread))
+        with parallel(num_threads=nt):
+            _run_share(P, dst, src, lead, &next, chunk)
+    team_leave(claimed)
+
+
+# ---- how many threads: one budget of cores for every call running at once --------------------
+# Several Python threads may copy at once (a data loader's threads, a server's requests). Each
+# call asking for the default team would otherwise start OpenMP's default number of threads,
+# and N callers would run N times the cores. So the teams running now are counted, process-wide
+# (both engines share this count), and a call with the default thread count takes at most the
+# cores the others leave free, at least its own thread. An explicit num_threads is honoured
+# exactly (a benchmark asks for what it measures), and counted, so that default calls make
+# room for it.
+
+cdef extern from *:
+    """
+    static int64_t st_busy_threads = 0;   /* threads of strided's teams running now */
+    static inline int64_t st_busy_add(int64_t n)
+    {
+    #if defined(__GNUC__) || defined(__clang__)
+        return __atomic_add_fetch(&st_busy_threads, n, __ATOMIC_RELAXED);
+    #else
+        int64_t now;
+    #pragma omp atomic capture
+        { st_busy_threads += n; now = st_busy_threads; }
+        return now;
+    #endif
+    }
+    """
+    int64_t st_busy_add(int64_t n) noexcept nogil
+
+
+cdef int team_enter(int nthreads, int64_t most, int* claimed) noexcept nogil:
+    """The size of a team for ``nthreads`` (the engine's thread argument: 0 means the default,
+    see copy_threads) and work enough for ``most`` threads: 1 for serial work (nothing
+    counted), ``nthreads`` when given, else the default bounded by the cores that the teams
+    running now leave free (at least 1). ``*claimed``: the threads now counted, to hand back to
+    team_leave when the team is done."""
+    cdef int want = nthreads if nthreads > 0 else default_threads()
+    cdef int64_t busy, free
+    claimed[0] = 0
+    if most < want:
+        want = <int>max(<int64_t>1, most)
+    if want <= 1 or not STRIDED_OPENMP_ENABLED or st_forked_child:
+        return 1
+    busy = st_busy_add(want) - want   # the other teams' threads
+    claimed[0] = want
+    if nthreads > 0:
+        return want
+    free = _CORES - busy
+    if free < want:
+        free = max(<int64_t>1, free)
+        st_busy_add(free - want)
+        claimed[0] = <int>free
+    return claimed[0]
+
+
+cdef void team_leave(int claimed) noexcept nogil:
+    """Hand back the threads team_enter counted."""
+    if claimed:
+        st_busy_add(-claimed)
+
+
+def _busy_threads():
+    """Threads of strided's teams running now, in this process (for tests)."""
+    return st_busy_add(0)
+
+
+def _team(num_threads=None, most=1 << 30):
+    """``(team size, claimed)``: what a copy with ``num_threads`` and work for ``most`` threads
+    would run on now, its threads left counted until ``_team_leave(claimed)``. For tests."""
+    cdef int claimed
+    cdef int nt = team_enter(copy_threads(num_threads), as_int64(most, "most"), &claimed)
+    return nt, claimed
+
+
+def _team_leave(claimed):
+    """Hand back what ``_team`` counted. For tests."""
+    team_leave(<int>as_int64(claimed, "claimed"))
+
+
+def _cores():
+    """The cores this process may run on (the budget of the default teams)."""
+    return _CORES
 
 
 # ---- plan cache ------------------------------------------------------------------------------
 # Repeated copies between the same pair of layouts (a data loader's batches) skip the planner
 # and the destination's exact overlap test: a direct-mapped table keyed by (sizes, dst strides,
-# src strides, itemsize). Read and written with the GIL held; a plan is copied out before the
-# GIL is released, so a slot may be replaced while another thread copies.
+# src strides, itemsize). A plan is always copied out of its slot into the caller's own before
+# anything else happens, and no pointer into the table leaves _get_plan: another thread may
+# replace the slot as soon as the GIL is free (an overlap test releases it), and under
+# free-threaded Python at any moment, so the table is read and written under a lock there
+# (PyMutex). With the GIL the lock is nothing: the GIL is held from lookup to copy.
+
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    static PyMutex st_plan_lock = {0};
+    #define ST_PLAN_LOCK() PyMutex_Lock(&st_plan_lock)
+    #define ST_PLAN_UNLOCK() PyMutex_Unlock(&st_plan_lock)
+    #else
+    #define ST_PLAN_LOCK() ((void)0)
+    #define ST_PLAN_UNLOCK() ((void)0)
+    #endif
+    """
+    void ST_PLAN_LOCK() noexcept nogil
+    void ST_PLAN_UNLOCK() noexcept nogil
 
 cdef enum:
     _CACHE_SLOTS = 64
@@ -568,8 +669,10 @@ cdef _CacheEntry _cache[_CACHE_SLOTS]
 
 cdef void _plan_cache_clear() noexcept:
     cdef int i
+    ST_PLAN_LOCK()
     for i in range(_CACHE_SLOTS):
         _cache[i].nd = -1
+    ST_PLAN_UNLOCK()
 
 
 _plan_cache_clear()
@@ -593,43 +696,61 @@ cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) exc
     return result != 0
 
 
+cdef inline bint _cache_hit(const _CacheEntry* e, int nd, const int64_t* sizes,
+                            const int64_t* dstr, const int64_t* sstr,
+                            int64_t itemsize) noexcept nogil:
+    cdef int i
+    if e.nd != nd or e.itemsize != itemsize:
+        return False
+    for i in range(nd):
+        if (e.key[3 * i] != sizes[i] or e.key[3 * i + 1] != dstr[i]
+                or e.key[3 * i + 2] != sstr[i]):
+            return False
+    return True
+
+
 cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
-                   int64_t itemsize, CopyPlan* scratch, const CopyPlan** out) except -1:
-    """Plan a non-empty copy; return 1 when the destination overlaps itself, else 0 and set
-    *out to the plan: a cache slot (valid until the next call: copy it before releasing the
-    GIL) or *scratch for ranks the cache does not hold."""
+                   int64_t itemsize, CopyPlan* plan) except -1:
+    """Plan a non-empty copy into ``*plan`` (the caller's own); return 1, planning nothing,
+    when the destination overlaps itself, else 0. Ranks up to _CACHE_MAX_ND go through the
+    plan cache."""
     cdef uint64_t h = <uint64_t>0xcbf29ce484222325ULL
     cdef _CacheEntry* e
     cdef int i, overlapping
     if nd > _CACHE_MAX_ND:
         if _dst_overlaps(nd, sizes, dstr):
             return 1
-        _plan_copy(scratch, nd, sizes, dstr, sstr, itemsize)
-        out[0] = scratch
+        _plan_copy(plan, nd, sizes, dstr, sstr, itemsize)
         return 0
     h = _mix(h, nd)
     h = _mix(h, itemsize)
     for i in range(nd):
         h = _mix(_mix(_mix(h, sizes[i]), dstr[i]), sstr[i])
     e = &_cache[(h >> 32) % _CACHE_SLOTS]
-    out[0] = &e.plan
-    if e.nd == nd and e.itemsize == itemsize:
-        for i in range(nd):
-            if (e.key[3 * i] != sizes[i] or e.key[3 * i + 1] != dstr[i]
-                    or e.key[3 * i + 2] != sstr[i]):
-                break
-        else:
-            return e.dst_overlaps
+    ST_PLAN_LOCK()
+    if _cache_hit(e, nd, sizes, dstr, sstr, itemsize):
+        overlapping = e.dst_overlaps
+        if not overlapping:
+            memcpy(plan, &e.plan, sizeof(CopyPlan))
+        ST_PLAN_UNLOCK()
+        return overlapping
+    ST_PLAN_UNLOCK()
+    # A miss: decide and plan outside the lock (the overlap test may take a while, without
+    # the GIL), then fill the slot.
     overlapping = _dst_overlaps(nd, sizes, dstr)
     if not overlapping:
-        _plan_copy(&e.plan, nd, sizes, dstr, sstr, itemsize)
+        _plan_copy(plan, nd, sizes, dstr, sstr, itemsize)
+    ST_PLAN_LOCK()
     e.nd = nd
     e.itemsize = itemsize
     e.dst_overlaps = overlapping
+    if not overlapping:
+        memcpy(&e.plan, plan, sizeof(CopyPlan))
     for i in range(nd):
         e.key[3 * i] = sizes[i]
         e.key[3 * i + 1] = dstr[i]
         e.key[3 * i + 2] = sstr[i]
+    ST_PLAN_UNLOCK()
     return overlapping
 
 
@@ -640,6 +761,7 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
                        int nthreads, const CopyPlan* plan, int64_t dlo, int64_t dhi,
                        int64_t slo, int64_t shi) except -1:
     """Run a planned, validated, non-empty copy; exact even when the two share memory.
+    ``plan`` is the caller's own (never a cache slot: the GIL may be released here).
 
     ``dlo..dhi`` and ``slo..shi`` are the element spans of the two layouts (c_span, element 0
     at 0). Precondition: both byte spans fit int64 and the destination does not overlap itself.
@@ -647,7 +769,6 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
     at another address) copies in memmove's order through a small buffer; only the rest stage
     the whole source in a temporary.
     """
-    cdef CopyPlan own
     cdef int shared, a, b
     cdef int64_t delta
     if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
@@ -669,9 +790,8 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
     if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
         _execute(plan, dst, src, 1)
         return 0
-    memcpy(&own, plan, sizeof(CopyPlan))   # the cache slot may change once the GIL is free
     with nogil:
-        _execute(&own, dst, src, nthreads)
+        _execute(plan, dst, src, nthreads)
     return 0
 
 
@@ -980,26 +1100,37 @@ cdef enum:
 
 
 cdef int copy_threads(object num_threads) except -1:
+    """The engine's thread argument of a ``num_threads`` argument: 0 for None (the default,
+    sized when the copy runs: see team_enter), else the count asked for (at most 256); 1 in a
+    forked child. Raises TypeError / ValueError naming num_threads."""
     cdef int64_t v = 0
     if num_threads is not None:
         v = as_int64(num_threads, "num_threads")
         if v < 1:
             raise ValueError(f"num_threads must be >= 1, or None for the default, got {v}")
     if st_forked_child:
-        # what a forked child gets (and reports); _execute enforces it for every caller too,
+        # what a forked child gets (and reports); team_enter enforces it for every caller too,
         # and no OpenMP function is called at all here
         return 1
     if num_threads is None:
-        return max(1, min(strided_omp_max_threads(), _CORES))
+        return 0
     return <int>min(v, <int64_t>_MAX_THREADS)
+
+
+cdef int default_threads() noexcept nogil:
+    """The default team: OpenMP's (OMP_NUM_THREADS when set), at most the cores this process
+    may run on."""
+    return max(1, min(strided_omp_max_threads(), _CORES))
 
 
 def resolve_threads(num_threads=None):
     """The number of threads a copy may use.
 
     ``None`` means the default: OpenMP's (``OMP_NUM_THREADS`` when set), but never more than
-    the cores this process may run on. An explicit count must be an integer >= 1 (counts above
-    256 are treated as 256). A serial build still accepts any count and uses one thread.
+    the cores this process may run on, and, while other calls run teams at the same time, no
+    more than the cores they leave free (at least 1). An explicit count must be an integer
+    >= 1 (counts above 256 are treated as 256). A serial build still accepts any count and
+    uses one thread.
 
     Raises
     ------
@@ -1008,7 +1139,18 @@ def resolve_threads(num_threads=None):
     ValueError
         ``num_threads`` < 1.
     """
-    return copy_threads(num_threads)
+    cdef int n = copy_threads(num_threads)
+    return n if n > 0 else default_threads()
+
+
+def threads_argument(num_threads):
+    """``num_threads`` checked and read into a plain value: None (the default) or an int.
+
+    The copy functions read it once, before any array, so that an ``__index__`` of the
+    caller's runs before any address is taken (see :func:`resolve_threads` for the rules).
+    """
+    cdef int n = copy_threads(num_threads)
+    return None if num_threads is None else n
 
 
 cdef size_t _address(object value, str name) except? 0:
@@ -1086,17 +1228,16 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
     be done as asked: the destination overlaps itself, or a byte offset leaves int64 (strides
     made up with numpy's ``as_strided``). The caller's slow path then explains the refusal.
     """
-    cdef CopyPlan scratch
-    cdef const CopyPlan* plan
+    cdef CopyPlan plan
     cdef int64_t dlo, dhi, slo, shi
     if count == 0:
         return 0
     if (byte_span_leaves_int64(nd, sizes, dst_strides, itemsize, &dlo, &dhi)
             or byte_span_leaves_int64(nd, sizes, src_strides, itemsize, &slo, &shi)):
         return 1
-    if _get_plan(nd, sizes, dst_strides, src_strides, itemsize, &scratch, &plan):
+    if _get_plan(nd, sizes, dst_strides, src_strides, itemsize, &plan):
         return 1
-    _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, plan,
+    _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, &plan,
                   dlo, dhi, slo, shi)
     return 0
 

@@ -13,6 +13,7 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc, qsort
 
+import numbers
 import operator
 from itertools import islice
 from collections.abc import Mapping
@@ -1234,6 +1235,149 @@ cdef tuple normalized(int nd, const int64_t* sz, const int64_t* st, int64_t off,
 def as_int(value, name):
     """``value`` validated as an int64 (``operator.index``; bools refused), named ``name``."""
     return as_int64(value, name)
+
+
+# ---- conversion parameters -------------------------------------------------------------------
+# ``scale`` and ``shift`` of a converting copy: one real number, or a 1-D vector of them (one per
+# channel). They are read here, once, into values that cannot change and whose reading runs no
+# caller code (None, a float, a tuple of floats), before any array of the call is read: reading
+# them runs the caller's code (``__float__``, ``__len__``, ``tolist``), which could resize or
+# free an array whose address was already taken.
+
+# The most values a parameter vector may have (one per channel of an axis): far beyond any
+# channel count, and it keeps an endless or absurd sequence (range(10**12)) from being read.
+MAX_PARAMETERS = 1 << 24
+
+# dtype names (numpy's and torch's) of real numbers
+_REAL_DTYPES = frozenset({
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "bfloat16", "float32", "float64", "longdouble", "float128", "half", "float", "double",
+})
+
+
+def load_parameter(value, name):
+    """``value`` as None, one float or a tuple of floats: a ``scale``/``shift`` argument.
+
+    Accepted: None; a real number (int, float, numpy scalar, ``fractions.Fraction``, a 0-d
+    array or tensor of a real dtype); a 1-D vector of real numbers: a tuple or list, a 1-D
+    array or tensor of a real dtype, or any other sized sequence of them (``range``,
+    ``array.array``). The vector is copied before any value is converted, so a value whose
+    conversion changes the sequence changes nothing read.
+
+    Raises
+    ------
+    TypeError
+        Bools, complex numbers, strings and bytes, mappings, sets and iterators (an iterator
+        is consumed by its first reader), arrays of other dtypes (bool, complex, datetime,
+        timedelta, objects) and masked arrays, each naming ``name`` and the value.
+    ValueError
+        An array of more than one dimension.
+    OverflowError
+        An integer too large for a float.
+    """
+    if value is None or type(value) is float:
+        return value
+    if type(value) is int:
+        return _real(value, name)
+    if type(value) is tuple or type(value) is list:
+        return _reals(tuple(value), name)
+    return _load_parameter_slow(value, name)
+
+
+cdef object _load_parameter_slow(object value, str name):
+    cdef object dtype = getattr(value, "dtype", None)
+    if _is_bool(value):
+        raise TypeError(f"{name} must be a real number or a vector of them, not a bool "
+                        f"({_show(value)})")
+    if dtype is not None and not _real_dtype(dtype) and getattr(dtype, "kind", None) != "O":
+        # (arrays of Python objects are read item by item, each checked to be a real number)
+        raise TypeError(f"{name} must hold real numbers, got {type(value).__name__} of dtype "
+                        f"{dtype} ({_show(value)})")
+    if hasattr(value, "mask") and hasattr(value, "filled"):
+        raise TypeError(f"{name} is a masked array: its masked entries have no value; pass "
+                        f"{name}.filled(...) or a plain array")
+    ndim = getattr(value, "ndim", None)
+    if ndim is not None and dtype is not None:   # an array or tensor (numpy scalars: ndim 0)
+        if ndim == 0:
+            return _real(value, name)
+        if ndim != 1:
+            raise ValueError(f"{name} must be a number or a 1-D vector, got {ndim} dimensions")
+        _check_count(len(value), name)
+        if hasattr(value, "tolist"):
+            return _reals(tuple(value.tolist()), name)
+        return _reals(_sized_items(value, name), name)
+    if isinstance(value, numbers.Real):
+        return _real(value, name)
+    if isinstance(value, (str, bytes, bytearray, Mapping, complex, numbers.Complex)) or not (
+            hasattr(type(value), "__len__") and hasattr(type(value), "__getitem__")):
+        raise TypeError(
+            f"{name} must be a real number or a 1-D vector of them (a tuple, list or 1-D "
+            f"array), got {type(value).__name__} {_show(value)}"
+        )
+    return _reals(_sized_items(value, name), name)
+
+
+cdef bint _real_dtype(object dtype) except -1:
+    """Whether a dtype (numpy's, torch's or another array library's) holds real numbers."""
+    kind = getattr(dtype, "kind", None)
+    if type(kind) is str and kind in ("i", "u", "f"):
+        return True
+    text = getattr(dtype, "name", None)
+    if type(text) is not str:
+        text = str(dtype)
+    return text.rpartition(".")[2] in _REAL_DTYPES
+
+
+cdef tuple _sized_items(object value, str name):
+    """The items of a sized sequence, read before any is converted: no more than its length
+    says (a ``__getitem__`` that never raises IndexError is not read forever)."""
+    cdef Py_ssize_t n = len(value)
+    _check_count(n, name)
+    items = tuple(islice(value, n + 1))
+    if len(items) != n:
+        raise ValueError(f"{name} has a length of {n} but gave {len(items)} values")
+    return items
+
+
+cdef int _check_count(Py_ssize_t n, str name) except -1:
+    if n > MAX_PARAMETERS:
+        raise ValueError(f"{name} has {n} values: a per-channel vector holds at most "
+                         f"{MAX_PARAMETERS}")
+    return 0
+
+
+cdef tuple _reals(tuple items, str name):
+    cdef Py_ssize_t i, n = len(items)
+    _check_count(n, name)
+    out = [None] * n
+    for i in range(n):
+        item = items[i]
+        out[i] = item if type(item) is float else _real(item, f"{name}[{i}]")
+    return tuple(out)
+
+
+cdef double _real(object value, str name) except? -1.0:
+    """One real number as a float: Python's int and float, numpy's real scalars, 0-d arrays of
+    a real dtype, any ``numbers.Real``; bools, complex numbers and anything else refused."""
+    if type(value) is not float and type(value) is not int:
+        if _is_bool(value):
+            raise TypeError(f"{name} must be a real number, not a bool ({_show(value)})")
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and not _real_dtype(dtype) and getattr(dtype, "kind", None) != "O":
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__} of "
+                            f"dtype {dtype} ({_show(value)})")
+        if getattr(dtype, "kind", None) == "O":    # a 0-d array of one Python object
+            return _real(value.item(), name)
+        if dtype is None and not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__} "
+                            f"{_show(value)}")
+        if getattr(value, "ndim", 0) != 0:
+            raise TypeError(f"{name} must be a real number, got an array of shape "
+                            f"{getattr(value, 'shape', '?')}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise OverflowError(f"{name} = {_show(value)} is too large for a float") from None
 
 
 def as_pair(sizes, strides, strides_name="strides"):

@@ -168,33 +168,51 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
         ...
     ValueError: dst has shape (3, 2) but src has shape (2, 3): copyto needs the same sizes ...
     """
-    affine = scale is not None or shift is not None
-    if casting != "same_kind" and casting not in _convert.CASTINGS:
-        raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
-                         f"got {casting!r}")
+    # Every argument but the two arrays is read first, into plain values: reading them runs the
+    # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
+    # whose address had already been taken. From here on no caller code runs until the kernel.
+    conversion = Conversion(casting, scale, shift, axis)
+    num_threads = _copy.threads_argument(num_threads)
     # The fast paths first and alone: arrays of one dtype they copy by themselves, then plain
     # numpy arrays they convert; anything else (and every refusal) is the checked path's.
-    if not affine and _copyto_arrays(dst, src, num_threads):
+    if not conversion.affine and conversion.axis is None and _copyto_arrays(dst, src,
+                                                                            num_threads):
         return
-    if _convert_arrays(dst, src, casting, scale, shift, axis, num_threads):
+    if _convert_arrays(dst, src, conversion.casting, conversion.scale, conversion.shift,
+                       conversion.axis, num_threads):
         return
-    _copyto_checked(dst, src, num_threads, Conversion(casting, scale, shift, axis))
+    _copyto_checked(dst, src, num_threads, conversion)
 
 
 class Conversion:
-    """What copyto was asked to do to the values: the casting rule and the affine step."""
+    """What copyto was asked to do to the values: the casting rule and the affine step, read
+    into plain values (a casting name of strided's own, None, floats or tuples of floats, an
+    int axis) when it is made, so that nothing read later runs the caller's code."""
 
     __slots__ = ("axis", "casting", "scale", "shift")
 
-    def __init__(self, casting: str = "same_kind", scale: Any = None, shift: Any = None,
+    def __init__(self, casting: Any = "same_kind", scale: Any = None, shift: Any = None,
                  axis: Any = None) -> None:
-        self.casting, self.scale, self.shift, self.axis = casting, scale, shift, axis
+        self.casting = _casting_name(casting)
+        self.scale = _core.load_parameter(scale, "scale")
+        self.shift = _core.load_parameter(shift, "shift")
+        self.axis = None if axis is None else _core.as_int(axis, "axis")
 
     @property
     def affine(self) -> bool:
         return self.scale is not None or self.shift is not None
 
 
+def _casting_name(casting: Any) -> str:
+    """``casting`` as one of strided's own strings (a str subclass is read once, here)."""
+    name = str.__str__(casting) if isinstance(casting, str) else None
+    if name not in _CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
+                         f"got {casting!r}")
+    return _CASTINGS[name]
+
+
+_CASTINGS = {name: name for name in _convert.CASTINGS}
 _PLAIN = Conversion()
 
 
@@ -202,8 +220,7 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
                     conversion: Conversion = _PLAIN) -> None:
     """copyto through the interop layer: every check, then the core, or the library's own copy
     for a pair the CPU cannot reach (two torch tensors on an accelerator). The same rules hold
-    on every path."""
-    # num_threads is already checked: copyto_buffers validates it before anything else
+    on every path. ``num_threads`` and ``conversion`` are plain values already."""
     dst_record = _describe(dst, "dst")
     src_record = _describe(src, "src")
     library_copy = library.device_copier(dst_record, src_record)
@@ -212,12 +229,14 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
         _check_host(src_record, src, "src")
     _check_writeable(dst_record, dst, "dst")
     _check_same_sizes(dst_record, src_record)
+    layout = dst_record.layout
+    axis = _checked_axis(conversion.axis, layout.ndim)
     converting = conversion.affine or not library.same_dtype(dst_record, src_record)
     if converting:
         types = _conversion_types(dst_record, dst, src_record, src, conversion)
-        params = _channel_params(conversion, dst_record.layout.sizes)
-    _check_no_self_overlap(dst_record.layout, "dst")
-    if dst_record.layout.size == 0:
+        params = _channel_params(conversion, layout.sizes, axis)
+    _check_no_self_overlap(layout, "dst")
+    if layout.size == 0:
         return
     if library_copy is not None:
         shared = _may_share_memory(dst_record, src_record)
@@ -228,13 +247,17 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
             library_copy(dst, src, shared)
         return
     src_record = library.resolved(src_record)
-    layout = dst_record.layout
+    # The addresses, read again from the arrays by code that runs none of the caller's, and
+    # checked against the records: whatever ran since they were described (a DLPack producer,
+    # a subclass's attributes, a torch function mode) cannot have moved the memory under them.
+    dst_ptr = library.pinned(dst_record, "dst")
+    src_ptr = library.pinned(src_record, "src")
     if converting:
-        _convert.convert_memory(dst_record.ptr, src_record.ptr, layout.sizes, layout.strides,
+        _convert.convert_memory(dst_ptr, src_ptr, layout.sizes, layout.strides,
                                 src_record.layout.strides, *types, *params,
                                 num_threads=num_threads)
     else:
-        _copy.copy_memory(dst_record.ptr, src_record.ptr, layout.sizes, layout.strides,
+        _copy.copy_memory(dst_ptr, src_ptr, layout.sizes, layout.strides,
                           src_record.layout.strides, layout.itemsize, num_threads)
     library.written(dst_record)
 
@@ -264,55 +287,34 @@ def _conversion_types(dst_record: MemoryRecord, dst: Any, src_record: MemoryReco
     return dst_type, src_type
 
 
-def _channel_params(conversion: Conversion, sizes: tuple[int, ...]
+def _checked_axis(axis: int | None, ndim: int) -> int | None:
+    """``axis`` (an int already) checked against the arrays' rank, made non-negative."""
+    if axis is None:
+        return None
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for arrays of {ndim} dimensions")
+    return axis % ndim
+
+
+def _channel_params(conversion: Conversion, sizes: tuple[int, ...], axis: int | None
                     ) -> tuple[Any, Any, tuple[int, ...] | None, int]:
-    """(scale, shift, param_strides, param_length) for the engine: numbers as they are, 1-D
-    vectors as lists of one value per channel along ``axis``."""
-    scale, shift, axis = conversion.scale, conversion.shift, conversion.axis
-    vectors = [v for v in (scale, shift) if _is_vector(v)]
-    if axis is not None:
-        axis = _core.as_int(axis, "axis")
-        if not -len(sizes) <= axis < len(sizes):
-            raise ValueError(f"axis {axis} is out of range for arrays of {len(sizes)} "
-                             f"dimensions")
-        axis %= len(sizes)
-    if not vectors:
+    """(scale, shift, param_strides, param_length) for the engine: numbers as they are,
+    vectors (tuples of floats) checked against the channel axis ``axis`` (checked by
+    :func:`_checked_axis`)."""
+    scale, shift = conversion.scale, conversion.shift
+    if type(scale) is not tuple and type(shift) is not tuple:
         return scale, shift, None, 1
     if axis is None:
         if len(sizes) != 1:
             raise ValueError(f"scale/shift are vectors (per channel) but axis is None: give "
                              f"the channel axis (the arrays have {len(sizes)} dimensions)")
         axis = 0
+    for value, name in ((scale, "scale"), (shift, "shift")):
+        if type(value) is tuple and len(value) != sizes[axis]:
+            raise ValueError(f"{name} has {len(value)} values but axis {axis} has "
+                             f"{sizes[axis]} elements: give one value per channel")
     strides = tuple(int(i == axis) for i in range(len(sizes)))
-    return (_param_list(scale, "scale", sizes[axis], axis),
-            _param_list(shift, "shift", sizes[axis], axis), strides, sizes[axis])
-
-
-def _is_vector(value: Any) -> bool:
-    """Whether a scale/shift argument is a vector: anything with a length that is not a 0-d
-    array (numbers, numpy scalars and 0-d arrays or tensors are single values)."""
-    if value is None or getattr(value, "ndim", None) == 0 or isinstance(value, (str, bytes)):
-        return False
-    try:
-        len(value)
-    except TypeError:
-        return False
-    return True
-
-
-def _param_list(value: Any, name: str, length: int, axis: int) -> Any:
-    """A vector as a list (checked 1-D and of the channel axis's length); numbers as they
-    are (the engine repeats them)."""
-    if not _is_vector(value):
-        return value
-    ndim = getattr(value, "ndim", 1)
-    if ndim != 1:
-        raise ValueError(f"{name} must be a number or a 1-D vector, got {ndim} dimensions")
-    items = list(value)
-    if len(items) != length:
-        raise ValueError(f"{name} has {len(items)} values but axis {axis} has {length} "
-                         f"elements: give one value per channel")
-    return items
+    return scale, shift, strides, sizes[axis]
 
 
 def _may_share_memory(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -511,9 +513,10 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
     >>> bool(np.allclose(chw, ref, atol=1e-5))
     True
     """
-    _copy.resolve_threads(num_threads)      # a bad num_threads is an error on every path
-    record = _describe(x, "x")
+    # the arguments' own code runs before any array is read (see copyto)
     conversion = Conversion("unsafe", scale, shift, axis)
+    num_threads = _copy.threads_argument(num_threads)
+    record = _describe(x, "x")
     new_dtype, itemsize = None, record.layout.itemsize
     if dtype is not None:
         _, new_dtype = library.resolve_dtype(record, dtype)
@@ -689,10 +692,11 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     array([   5,  -12,   30,  127,   25,    0,    0,    0], dtype=int8)
     """
     spec = parse_blocked(fmt)
-    _copy.resolve_threads(num_threads)
+    params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
+    num_threads = _copy.threads_argument(num_threads)
     record, library_copy = _source(x, "x")
     n, c, h, w = _logical_sizes(record.layout, spec)
-    conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, scale, shift)
+    conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
     out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)), itemsize=itemsize),
                     order=tuple(range(5)), zero=c % spec.block != 0,
                     blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
@@ -769,30 +773,33 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     ValueError: channels is 9 but y of shape (1, 2, 1, 2, 4) holds 2 blocks of 4 channels: ...
     """
     spec = parse_blocked(fmt)
-    _copy.resolve_threads(num_threads)
+    params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
+    channels = _core.as_int(channels, "channels")           # (bools refused)
+    num_threads = _copy.threads_argument(num_threads)
     record, library_copy = _source(y, "y")
     sizes = _unblocked_sizes(record.layout, spec, channels)
-    conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, scale, shift)
+    conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
     out = _allocate(y, record, Layout(sizes, itemsize=itemsize), order=tuple(range(4)),
                     zero=False, blame=f"channels={channels!r}", dtype=new_dtype)
     out_record = describe(out)
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
     _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy, conversion,
-                 _channel_pieces(out_record.layout, record.layout, spec))
+                 _channel_pieces(out_record.layout, record.layout, spec), src_name="y")
     return library.hand_over(y, record, out, out_record.layout)
 
 
-def _blocked_conversion(record: MemoryRecord, dtype: Any, scale: Any,
-                        shift: Any) -> tuple[Conversion | None, Any, int]:
+def _blocked_conversion(record: MemoryRecord, dtype: Any,
+                        params: Conversion) -> tuple[Conversion | None, Any, int]:
     """(the conversion or None for a plain copy, the result's library dtype or None for
-    x's, the result's itemsize) of to_blocked's / from_blocked's arguments."""
-    if dtype is None and scale is None and shift is None:
+    x's, the result's itemsize) of to_blocked's / from_blocked's arguments (``params``: their
+    scale and shift, already read)."""
+    if dtype is None and not params.affine:
         return None, None, record.layout.itemsize
     new_dtype, itemsize = None, record.layout.itemsize
     if dtype is not None:
         _, new_dtype = library.resolve_dtype(record, dtype)
         itemsize = new_dtype.itemsize
-    return Conversion("unsafe", scale, shift, axis=1), new_dtype, itemsize
+    return params, new_dtype, itemsize
 
 
 def _channel_pieces(logical: Layout, blocked: Layout, spec: BlockedFormat) -> list[Layout]:
@@ -866,7 +873,7 @@ def _blocked_pieces(logical: Layout, blocked: Layout,
 def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                  pieces: list[tuple[Layout, Layout]], num_threads: int | None,
                  library_copy: LibraryCopy | None, conversion: Conversion | None = None,
-                 channels: list[Layout] | None = None) -> None:
+                 channels: list[Layout] | None = None, src_name: str = "x") -> None:
     """Copy each (dst layout, src layout) piece between two (array, record) pairs: by the core,
     or by the library's own copy (between views) when the CPU cannot reach the memory.
 
@@ -881,8 +888,10 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
     types = params = None
     if conversion is not None:
         types = _conversion_types(dst_record, dst_array, src_record, src_array, conversion)
-        params = _channel_params(conversion, dst_record.layout.sizes if dst_record.layout.ndim
-                                 == 4 else src_record.layout.sizes)
+        sizes = (dst_record.layout.sizes if dst_record.layout.ndim == 4 else
+                 src_record.layout.sizes)
+        params = _channel_params(conversion, sizes, 1)
+    runs = []
     for k, (dst_piece, src_piece) in enumerate(pieces):
         check_view(dst_piece, dst_record)
         check_view(src_piece, src_record)
@@ -890,21 +899,27 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
         if types is not None and params is not None and channels is not None:
             scale, shift, strides, length = params
             first = channels[k].offset
-            piece_params = (scale[first:] if isinstance(scale, list) else scale,
-                            shift[first:] if isinstance(shift, list) else shift,
+            piece_params = (scale[first:] if type(scale) is tuple else scale,
+                            shift[first:] if type(shift) is tuple else shift,
                             channels[k].strides if strides is not None else None,
                             length - first if strides is not None else 1)
-        if library_copy is not None:
+        runs.append((dst_piece, src_piece, piece_params))
+    if library_copy is not None:
+        converter = library.device_converter(dst_record, src_record)
+        for dst_piece, src_piece, piece_params in runs:
             dst_view = view(dst_array, dst_piece, copy=False)
             src_view = view(src_array, src_piece)
-            converter = library.device_converter(dst_record, src_record)
             if types is not None and piece_params is not None and converter is not None:
                 converter(dst_view, src_view, False, *types, *piece_params)
             else:
                 library_copy(dst_view, src_view, False)
-            continue
-        dst_ptr = dst_record.ptr + dst_piece.offset * dsize
-        src_ptr = src_record.ptr + src_piece.offset * ssize
+        return
+    # the addresses, read again and checked (see _copyto_checked); then only engine calls
+    dst_base = library.pinned(dst_record, "dst")
+    src_base = library.pinned(src_record, src_name)
+    for dst_piece, src_piece, piece_params in runs:
+        dst_ptr = dst_base + dst_piece.offset * dsize
+        src_ptr = src_base + src_piece.offset * ssize
         if types is None or piece_params is None:
             _copy.copy_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
                               src_piece.strides, dsize, num_threads)

@@ -28,6 +28,7 @@ __all__ = [
     "dtype_name",
     "graph_copier",
     "hand_over",
+    "pinned",
     "refuse_raw_copy",
     "resolve_dtype",
     "resolved",
@@ -63,6 +64,23 @@ def resolved(record: MemoryRecord) -> MemoryRecord:
     if record.library == "torch":
         return _torch.resolved(record)
     return record
+
+
+def pinned(record: MemoryRecord, name: str) -> int:
+    """The address of the record's first element for the engine, read again from the array
+    by code that runs none of the caller's Python, and checked against the record (address,
+    sizes, strides): ValueError naming ``name`` when the array changed since it was read.
+
+    Call it once every check is done, right before the engine: from there to the kernel only
+    strided's own code runs, so the memory cannot be resized or freed under the copy. A DLPack
+    record needs no second read: the consumed capsule is strided's own, and its producer must
+    keep the memory as it was until strided lets it go.
+    """
+    if record.library == "numpy":
+        return _numpy.pinned(record, name)
+    if record.library == "torch":
+        return _torch.pinned(record, name)
+    return record.ptr
 
 
 def written(record: MemoryRecord) -> None:

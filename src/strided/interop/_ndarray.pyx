@@ -51,6 +51,7 @@ cdef extern from *:
         return PyArray_ISWRITEABLE(a) && PyArray_NDIM(a) == PyArray_NDIM(b);
     }
     static int st_exact_array(PyObject *a) { return PyArray_CheckExact(a); }
+    static int st_any_array(PyObject *a) { return PyArray_Check(a); }
 
     /* The conversion engine's type code (strided._convert.TYPE_NAMES) of a plain ndarray's
      * dtype, or -1: byte-swapped, not a number, or a type the engine has no code for. */
@@ -84,6 +85,7 @@ cdef extern from *:
     int st_numpy_import() except -1
     bint st_plain_pair(object d, object s)
     bint st_exact_array(object a)
+    bint st_any_array(object a)
     int st_type_code(object a)
     bint st_writeable(object a)
     int st_ndim(object a)
@@ -120,7 +122,7 @@ def copyto_arrays(dst, src, num_threads=None):
     if not st_plain_pair(dst, src) or st_ndim(dst) > MAX_NDIM:
         if copy_tensors(dst, src, nthreads):
             return True
-        return copyto_buffers(dst, src, nthreads)
+        return copyto_buffers(dst, src, num_threads)
     nd = st_ndim(dst)
     itemsize = st_itemsize(dst)
     dims = st_dims(dst)
@@ -146,11 +148,16 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     """Convert ``src`` into ``dst`` when both are plain numpy arrays the conversion engine
     takes as they are: the fast path of a converting :func:`strided.copyto`.
 
+    ``casting``, ``scale``, ``shift``, ``axis`` and ``num_threads`` are plain values already
+    (a casting name, None / float / tuple of floats from ``strided._core.load_parameter``, an
+    int or None): reading them here runs no Python code, so none runs between reading the
+    arrays' addresses and the kernel.
+
     Returns True when it did the whole conversion, and False, having written nothing,
     whenever the checked path must decide (it then explains any refusal): not two plain
     ndarrays of numeric native dtypes, a read-only destination, other shapes, a cast
-    ``casting`` refuses, parameters that are not a number or a list/tuple/1-D ndarray of one
-    per channel along an int ``axis``, a destination that might overlap itself.
+    ``casting`` refuses, vectors that are not one value per channel along ``axis``, a
+    destination that might overlap itself.
     """
     cdef int nthreads = copy_threads(num_threads)
     cdef int i, nd, dst_code, src_code
@@ -163,6 +170,8 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     cdef npy_intp* src_dims
     if not (st_exact_array(dst) and st_exact_array(src)) or not st_writeable(dst):
         return False
+    if not (_loaded(scale) and _loaded(shift)):
+        return False      # not read by load_parameter: the checked path reads it first
     nd = st_ndim(dst)
     dst_code = st_type_code(dst)
     src_code = st_type_code(src)
@@ -194,10 +203,7 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     if (count and not c_flags(nd, sizes, dst_strides) & FLAG_PACKED
             and c_overlaps(nd, sizes, dst_strides, default_max_work()) != 0):
         return False      # overlapping or undecided: the checked path explains
-    vector = _vector(scale) or _vector(shift)
-    if vector < 0:
-        return False
-    if vector:
+    if type(scale) is tuple or type(shift) is tuple:
         if axis is None and nd == 1:
             axis = 0
         if type(axis) is not int or not -nd <= axis < nd:
@@ -214,20 +220,14 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     return True
 
 
-cdef int _vector(object value):
-    """0 for None or a number, 1 for a vector the fast path takes, -1 for anything else."""
-    if value is None or type(value) is float or type(value) is int:
-        return 0
-    if type(value) is list or type(value) is tuple:
-        return 1
-    if st_exact_array(value):
-        return 1 if st_ndim(value) == 1 else (0 if st_ndim(value) == 0 else -1)
-    return -1
+cdef inline bint _loaded(object value):
+    """A parameter as ``strided._core.load_parameter`` gives it: None, a float or a tuple."""
+    return value is None or type(value) is float or type(value) is tuple
 
 
 cdef bint _length(object value, int64_t length):
     """Whether a vector argument has a length other than the channel axis's."""
-    return _vector(value) == 1 and len(value) != length
+    return type(value) is tuple and len(<tuple>value) != length
 
 
 def buffer_address(obj):
@@ -274,3 +274,39 @@ def layout_of_array(x):
     if c_element_strides(nd, sizes, strides, itemsize, count):
         return None
     return Layout._from_normalized(normalized(nd, sizes, strides, 0, itemsize))
+
+
+def current_address(x, sizes, strides):
+    """The address of an ndarray's first element, read from numpy's array struct (no Python
+    code runs, not even a subclass's), when its shape and element strides are still ``sizes``
+    and ``strides`` (as :func:`strided._core.element_strides` gives them); -1 when they are
+    not, or when ``x`` is not an ndarray.
+
+    The copy functions read an array's address again with this right before the kernel: the
+    caller's code that ran since the array was described (a DLPack producer, a subclass's
+    attributes) may have resized it (``ndarray.resize(refcheck=False)`` frees the memory).
+    """
+    cdef int i, nd
+    cdef int64_t count = 1, itemsize
+    cdef int64_t dims[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    cdef npy_intp* shape
+    cdef npy_intp* byte_strides
+    if not st_any_array(x) or type(sizes) is not tuple or type(strides) is not tuple:
+        return -1
+    nd = st_ndim(x)
+    if nd != len(sizes) or nd != len(strides) or nd > MAX_NDIM:
+        return -1
+    itemsize = st_itemsize(x)
+    shape = st_dims(x)
+    byte_strides = st_strides(x)
+    for i in range(nd):
+        dims[i] = shape[i]
+        count *= shape[i]
+        st[i] = byte_strides[i]
+    if itemsize < 1 or c_element_strides(nd, dims, st, itemsize, count):
+        return -1
+    for i in range(nd):
+        if dims[i] != sizes[i] or st[i] != strides[i]:
+            return -1
+    return <size_t>st_data(x)

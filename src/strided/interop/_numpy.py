@@ -8,11 +8,11 @@ import numpy as np
 
 from strided import _core
 from strided.interop import _ndarray
-from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, aliases
+from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, aliases, moved
 from strided.layout import Layout
 
 __all__ = ["bfloat16", "describe", "describe_buffer", "ndarray_at", "new_array", "numpy_dtype",
-           "refuse_raw_copy", "resolve_dtype", "type_name_of", "view"]
+           "pinned", "refuse_raw_copy", "resolve_dtype", "type_name_of", "view"]
 
 # DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -114,6 +114,17 @@ def describe_buffer(x: Any) -> MemoryRecord:
             f"({mv.itemsize}-byte items) without converting it"
         )
     return describe(arr)
+
+
+def pinned(record: MemoryRecord, name: str) -> int:
+    """The address of the array's first element, read again from numpy's array struct (no
+    Python code runs), after checking that the array still has the record's address, shape and
+    strides. ValueError otherwise: the caller's code moved or reshaped it since it was read."""
+    layout = record.layout
+    address = _ndarray.current_address(record.owner, layout.sizes, layout.strides)
+    if address != record.ptr:
+        raise moved(name)
+    return address
 
 
 def refuse_raw_copy(record: MemoryRecord, name: str) -> None:

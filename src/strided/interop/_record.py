@@ -9,7 +9,7 @@ from strided import _core
 from strided.layout import Layout
 
 __all__ = ["CPU", "DLPACK_TYPES", "HOST_DEVICES", "MemoryRecord", "aliases", "check_view",
-           "device_name", "type_name"]
+           "device_name", "moved", "type_name"]
 
 CPU = (1, 0)
 """The DLPack device of host memory: ``(kDLCPU, 0)``."""
@@ -154,3 +154,12 @@ def device_name(x: Any, record: MemoryRecord) -> str:
     device = getattr(x, "device", None)
     return f"{device} (DLPack device {record.device})" if device is not None else str(
         record.device)
+
+
+def moved(name: str) -> ValueError:
+    """The error of an array that changed between being read and being copied."""
+    return ValueError(
+        f"{name} changed while strided was reading the call's other arguments (its memory "
+        f"was moved, or its shape or strides changed, by code that ran in between): nothing "
+        f"was written; do not resize arrays from the callbacks of a copy's arguments"
+    )

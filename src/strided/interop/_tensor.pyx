@@ -184,3 +184,31 @@ def layout_of_tensor(t):
     if itemsize == 0 or not _take_layout(&d, sizes, strides):
         return None
     return Layout._from_normalized(normalized(d.ndim, sizes, strides, 0, itemsize))
+
+
+def current_address(t, sizes, strides):
+    """The address of a CPU tensor's first element, read through DLPack's exchange API (C++:
+    no Python code runs, neither a subclass's ``__torch_function__`` nor a torch function
+    mode), when its sizes and element strides are still ``sizes`` and ``strides``; -1 when they
+    are not; None when the exchange API cannot read it (torch too old, not on the CPU): the
+    caller then asks torch's methods.
+
+    The copy functions read a tensor's address again with this right before the kernel (see
+    ``strided.interop._ndarray.current_address``): ``resize_`` or ``set_`` may have moved it.
+    """
+    cdef DLTensor d
+    cdef int i
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t st[MAX_NDIM]
+    if _tensor_type is None and (_unavailable or not _find_torch()):
+        return None
+    if not isinstance(t, _tensor_type) or not _read(t, &d):
+        return None
+    if type(sizes) is not tuple or type(strides) is not tuple or not _take_layout(&d, sz, st):
+        return None
+    if d.ndim != len(sizes) or d.ndim != len(strides):
+        return -1
+    for i in range(d.ndim):
+        if sz[i] != sizes[i] or (sz[i] > 1 and st[i] != strides[i]):
+            return -1
+    return <size_t>(<char*>d.data + d.byte_offset)

@@ -10,13 +10,14 @@ import sys
 from typing import Any
 
 from strided import _convert
-from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord
+from strided.interop import _tensor
+from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, moved
 from strided.layout import Layout
 
 __all__ = ["allocate", "check_destination", "copies_itself", "describe", "device_convert",
            "device_copy",
-           "graph_copier", "is_tensor", "refuse_raw_copy", "resolve_dtype", "resolved", "view",
-           "written"]
+           "graph_copier", "is_tensor", "pinned", "refuse_raw_copy", "resolve_dtype", "resolved",
+           "view", "written"]
 
 NO_DLPACK_DEVICE = (-1, 0)
 """The device of tensors DLPack has no code for (torch's ``meta`` device)."""
@@ -114,9 +115,9 @@ def _rounded_to_odd_float32(torch: Any, t: Any) -> Any:
 def _parameter(torch: Any, value: Any, ct: Any, like: Any, strides: Any) -> Any:
     """A scale or shift as a tensor of the compute type on like's device: 0-d for a number,
     else the vector laid over like's sizes with ``strides`` (its channel axis)."""
-    if not isinstance(value, list):
-        return torch.tensor(float(value), dtype=ct, device=like.device)
-    vector = torch.tensor([float(v) for v in value], dtype=ct, device=like.device)
+    if type(value) is not tuple:
+        return torch.tensor(value, dtype=ct, device=like.device)
+    vector = torch.tensor(value, dtype=ct, device=like.device)
     return torch.as_strided(vector, like.shape, strides)
 
 
@@ -166,6 +167,29 @@ def resolved(record: MemoryRecord) -> MemoryRecord:
     if record.lazy is None:
         return record
     return describe(record.owner.resolve_conj().resolve_neg())
+
+
+def pinned(record: MemoryRecord, name: str) -> int:
+    """The address of a CPU tensor's first element, read again through DLPack's exchange API
+    (no Python code runs), after checking that the tensor still has the record's address,
+    sizes and strides. ValueError otherwise: the caller's code moved or reshaped it
+    (``resize_``, ``set_``) since it was read.
+
+    Without the exchange API (torch before 2.9) the address is asked of torch's own methods,
+    called as ``torch.Tensor``'s so that a subclass's overrides do not run."""
+    layout = record.layout
+    t = record.owner
+    address = _tensor.current_address(t, layout.sizes, layout.strides)
+    if address is None:
+        torch = sys.modules["torch"]
+        with torch._C.DisableTorchFunction():
+            same = (tuple(torch.Tensor.size(t)) == layout.sizes
+                    and all(n <= 1 or s == e for n, s, e in zip(
+                        layout.sizes, torch.Tensor.stride(t), layout.strides)))
+            address = torch.Tensor.data_ptr(t) if same else -1
+    if address != record.ptr:
+        raise moved(name)
+    return address
 
 
 def written(record: MemoryRecord) -> None:
