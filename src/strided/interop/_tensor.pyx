@@ -16,6 +16,7 @@ to the checked path (``strided.interop._torch``), which decides it and explains 
 torch is never imported: its type is taken from ``sys.modules`` once torch is loaded (no
 tensor exists before). The element strides and the copy are ``_core``'s and ``_copy``'s.
 """
+cimport cython
 from cpython.exc cimport PyErr_Clear
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int64_t
@@ -33,57 +34,59 @@ cdef enum:
     _KDL_COMPLEX = 5
     _EXCHANGE_MINOR = 3    # the first DLPack version with dltensor_from_py_object_no_sync
 
+# What the fast path needs of torch, found once torch is loaded: (torch.Tensor,
+# torch._C._increment_version, Tensor.is_neg, Tensor.is_conj), or False when torch offers no
+# usable exchange API; None until then. Written once and read on every call, both under a
+# critical section on _GUARD (nothing with the GIL; a per-object lock under free-threaded
+# Python), so that no thread sees a half-made state.
+cdef object _GUARD = object()
+cdef object _state = None
 cdef const DLPackExchangeAPI* _api = NULL
-cdef object _tensor_type = None      # torch.Tensor, once found
-cdef bint _unavailable = False       # torch is loaded but offers no usable exchange API
-cdef object _increment_version = None
-cdef object _is_neg = None
-cdef object _is_conj = None
 
 
-cdef bint _find_torch() except -1:
-    """Look for torch's exchange API once torch is loaded; True when the fast path is usable."""
-    global _api, _tensor_type, _unavailable, _increment_version, _is_neg, _is_conj
+cdef object _find_torch():
+    """torch's state for the fast path, or False (unusable), or None (torch not loaded yet:
+    no tensor exists; ask again next time). Called under the critical section."""
+    global _api
     cdef const DLPackExchangeAPI* api
     torch = sys.modules.get("torch")
     if torch is None:
-        return False            # not loaded yet: no tensor exists; ask again next time
+        return None
     try:
         tensor = torch.Tensor
         capsule = type.__getattribute__(tensor, "__dlpack_c_exchange_api__")
         increment_version = torch._C._increment_version
     except AttributeError:
-        _unavailable = True
         return False
     if not PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
-        _unavailable = True
         return False
     api = <const DLPackExchangeAPI*>PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
     if (api.header.version.major != 1 or api.header.version.minor < _EXCHANGE_MINOR
             or api.dltensor_from_py_object_no_sync == NULL):
-        _unavailable = True
         return False
     # The capsule lives as long as the type, which lives as long as torch: keep both.
     _api = api
-    _tensor_type = tensor
-    _increment_version = increment_version
-    _is_neg = tensor.is_neg
-    _is_conj = tensor.is_conj
-    return True
+    return (tensor, increment_version, tensor.is_neg, tensor.is_conj)
 
 
-cdef inline bint _is_plain_tensor(object x) except -1:
-    if _tensor_type is None:
-        if _unavailable or not _find_torch():
-            return False
-    return type(x) is _tensor_type
+cdef object _torch_state(const DLPackExchangeAPI** api):
+    """torch's state (see _state) and its exchange API, or None when the fast path is not
+    usable (torch not loaded, or without the API)."""
+    global _state
+    cdef object state
+    with cython.critical_section(_GUARD):
+        if _state is None:
+            _state = _find_torch()
+        state = _state
+        api[0] = _api
+    return state if state is not False else None
 
 
-cdef bint _read(object t, DLTensor* out) except -1:
+cdef bint _read(const DLPackExchangeAPI* api, object t, DLTensor* out) except -1:
     """Fill ``out`` from a CPU tensor; False (no exception) when the exchange call refuses it
     or the tensor is not on the CPU or has too many dims. ``out`` points into the tensor: read
     it before calling into torch again."""
-    if _api.dltensor_from_py_object_no_sync(<void*>t, out) != 0:
+    if api.dltensor_from_py_object_no_sync(<void*>t, out) != 0:
         PyErr_Clear()       # the checked path raises torch's refusal in strided's words
         return False
     return out.device.device_type == _KDL_CPU and 0 <= out.ndim <= MAX_NDIM
@@ -112,18 +115,19 @@ cdef bint _take_layout(const DLTensor* t, int64_t* sizes, int64_t* strides) noex
     return True
 
 
-cdef bint _lazy(object t, bint complex_dtype) except -1:
+cdef bint _lazy(tuple state, object t, bint complex_dtype) except -1:
     """Whether t shows its memory negated or conjugated (torch's lazy bits). Only complex
     tensors carry a conjugate bit: asking the others costs a call into torch for nothing."""
-    return _is_neg(t) or (complex_dtype and _is_conj(t))
+    return state[2](t) or (complex_dtype and state[3](t))
 
 
 def copyto_tensors(dst, src, int nthreads):
     """Copy ``src`` into ``dst`` when both are plain CPU tensors torch lets strided read.
 
-    The torch fast path of :func:`strided.copyto` (``nthreads`` already resolved). Returns
-    True when it did the whole copy (and bumped dst's version counter, as torch's in-place
-    ops do), and False, having written nothing, whenever the checked path must decide.
+    The torch fast path of :func:`strided.copyto` (``nthreads``: the engine's thread argument,
+    0 for the default). Returns True when it did the whole copy (and bumped dst's version
+    counter, as torch's in-place ops do), and False, having written nothing, whenever the
+    checked path must decide.
     """
     return copy_tensors(dst, src, nthreads)
 
@@ -138,16 +142,19 @@ cdef bint copy_tensors(object dst, object src, int nthreads) except -1:
     cdef int64_t src_strides[MAX_NDIM]
     cdef char* dst_data
     cdef const char* src_data
-    if not (_is_plain_tensor(dst) and _is_plain_tensor(src)):
+    cdef const DLPackExchangeAPI* api
+    state = _torch_state(&api)
+    if state is None or type(dst) is not state[0] or type(src) is not state[0]:
         return False
     # torch's rules first (Python calls into torch), then the exchange reads, used at once.
     # The first read only gives the dtype: an exchange read costs less than an is_conj call,
     # so reading dst twice is the cheaper way to skip is_conj on real tensors (measured).
-    if dst.requires_grad or not _read(dst, &d):
+    if dst.requires_grad or not _read(api, dst, &d):
         return False
-    if _lazy(dst, d.dtype.code == _KDL_COMPLEX) or _lazy(src, d.dtype.code == _KDL_COMPLEX):
+    if (_lazy(state, dst, d.dtype.code == _KDL_COMPLEX)
+            or _lazy(state, src, d.dtype.code == _KDL_COMPLEX)):
         return False
-    if not (_read(dst, &d) and _read(src, &s)):
+    if not (_read(api, dst, &d) and _read(api, src, &s)):
         return False
     nd = d.ndim
     itemsize = _itemsize(&d)
@@ -168,7 +175,7 @@ cdef bint copy_tensors(object dst, object src, int nthreads) except -1:
     if copy_elements(dst_data, src_data, nd, sizes, dst_strides, src_strides, itemsize, count,
                      nthreads):
         return False
-    _increment_version((dst,))
+    state[1]((dst,))
     return True
 
 
@@ -178,7 +185,9 @@ def layout_of_tensor(t):
     cdef int64_t itemsize
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
-    if not _is_plain_tensor(t) or not _read(t, &d):
+    cdef const DLPackExchangeAPI* api
+    state = _torch_state(&api)
+    if state is None or type(t) is not state[0] or not _read(api, t, &d):
         return None
     itemsize = _itemsize(&d)
     if itemsize == 0 or not _take_layout(&d, sizes, strides):
@@ -200,9 +209,9 @@ def current_address(t, sizes, strides):
     cdef int i
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t st[MAX_NDIM]
-    if _tensor_type is None and (_unavailable or not _find_torch()):
-        return None
-    if not isinstance(t, _tensor_type) or not _read(t, &d):
+    cdef const DLPackExchangeAPI* api
+    state = _torch_state(&api)
+    if state is None or not isinstance(t, state[0]) or not _read(api, t, &d):
         return None
     if type(sizes) is not tuple or type(strides) is not tuple or not _take_layout(&d, sz, st):
         return None
