@@ -168,15 +168,19 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
         ...
     ValueError: dst has shape (3, 2) but src has shape (2, 3): copyto needs the same sizes ...
     """
-    # Every argument but the two arrays is read first, into plain values: reading them runs the
-    # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
-    # whose address had already been taken. From here on no caller code runs until the kernel.
-    conversion = Conversion(casting, scale, shift, axis)
-    num_threads = _copy.threads_argument(num_threads)
     # The fast paths first and alone: arrays of one dtype they copy by themselves, then plain
     # numpy arrays they convert; anything else (and every refusal) is the checked path's.
-    if not conversion.affine and conversion.axis is None and _copyto_arrays(dst, src,
-                                                                            num_threads):
+    # Every argument but the two arrays is read before either: reading them may run the
+    # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
+    # whose address had already been taken. Plain arguments run none (the common call, first).
+    plain = (scale is None and shift is None and axis is None and type(casting) is str
+             and casting in _CASTINGS and (num_threads is None or type(num_threads) is int))
+    if plain and _copyto_arrays(dst, src, num_threads):
+        return
+    conversion = Conversion(casting, scale, shift, axis)
+    num_threads = _copy.threads_argument(num_threads)
+    if (not plain and not conversion.affine and conversion.axis is None
+            and _copyto_arrays(dst, src, num_threads)):
         return
     if _convert_arrays(dst, src, conversion.casting, conversion.scale, conversion.shift,
                        conversion.axis, num_threads):
