@@ -30,6 +30,7 @@ Why the two C callbacks are borrowed from NumPy instead of being ``ctypes`` call
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -184,6 +185,7 @@ class _Export:
 
 #: struct address -> _Export, for every managed tensor whose deleter has not run yet.
 _REGISTRY: dict[int, _Export] = {}
+_LOCK = threading.Lock()
 
 
 class _Token:
@@ -199,9 +201,10 @@ class _Token:
         entry = self.entry
         if entry is None:  # disarmed: the export failed before a capsule existed
             return
-        if _REGISTRY.get(entry.address) is entry:
-            del _REGISTRY[entry.address]
-        entry.producer.deleted += 1
+        with _LOCK:   # (tests run thread-parallel too)
+            if _REGISTRY.get(entry.address) is entry:
+                del _REGISTRY[entry.address]
+            entry.producer.deleted += 1
 
 
 def outstanding() -> int:
@@ -391,7 +394,8 @@ class Producer:
             token.entry = None
             _PyMem_Free(address)
             raise
-        _REGISTRY[address] = entry
+        with _LOCK:
+            _REGISTRY[address] = entry
         _Py_IncRef(token)  # this reference belongs to manager_ctx; the deleter drops it
         self.exported += 1
         return cap
