@@ -83,10 +83,7 @@ ctypedef struct CopyPlan:
     int align                  # 1: block columns start on the destination's 64-byte lines
     int stitch                 # 1: lines straddling two blocks of a strip are finished whole
     int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
-    int nouter                 # outer dims, outermost first (strides in units)
-    int64_t n[MAX_NDIM]
-    int64_t ds[MAX_NDIM]
-    int64_t ss[MAX_NDIM]
+    int nouter                 # outer dims, outermost first (strides in units): n, ds, ss
     int64_t R, C, dp, dq, sp, sq   # the block problem, in units
     int64_t BR, BC, nbr, nbc       # block extents and block counts per outer index
     int64_t dst_shift, src_shift   # bytes added to the addresses by the flipped dims
@@ -94,6 +91,10 @@ ctypedef struct CopyPlan:
     int64_t nbytes                 # bytes written
     int64_t thread_bytes           # _THREAD_BYTES and _CHUNKS_PER_THREAD when it was planned:
     int64_t chunks_per_thread      # the runner reads no module state without the GIL
+    # last, so that a copy of a plan copies only the nouter entries used (_plan_copy_out)
+    int64_t n[MAX_NDIM]
+    int64_t ds[MAX_NDIM]
+    int64_t ss[MAX_NDIM]
 
 
 # Tuning, in bytes (set by _tune for experiments; the defaults were measured on this project's
@@ -696,6 +697,16 @@ cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) exc
     return result != 0
 
 
+cdef inline void _plan_copy_out(CopyPlan* to, const CopyPlan* plan) noexcept nogil:
+    """``*to = *plan``, but only the outer dims used: a plan is copied on every cached copy,
+    and MAX_NDIM entries of three arrays are 1.5 KiB."""
+    cdef size_t n = <size_t>plan.nouter * sizeof(int64_t)
+    memcpy(to, plan, <size_t>(<const char*>&plan.n[0] - <const char*>plan))
+    memcpy(&to.n[0], &plan.n[0], n)
+    memcpy(&to.ds[0], &plan.ds[0], n)
+    memcpy(&to.ss[0], &plan.ss[0], n)
+
+
 cdef inline bint _cache_hit(const _CacheEntry* e, int nd, const int64_t* sizes,
                             const int64_t* dstr, const int64_t* sstr,
                             int64_t itemsize) noexcept nogil:
@@ -731,7 +742,7 @@ cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int6
     if _cache_hit(e, nd, sizes, dstr, sstr, itemsize):
         overlapping = e.dst_overlaps
         if not overlapping:
-            memcpy(plan, &e.plan, sizeof(CopyPlan))
+            _plan_copy_out(plan, &e.plan)
         ST_PLAN_UNLOCK()
         return overlapping
     ST_PLAN_UNLOCK()
@@ -745,7 +756,7 @@ cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int6
     e.itemsize = itemsize
     e.dst_overlaps = overlapping
     if not overlapping:
-        memcpy(&e.plan, plan, sizeof(CopyPlan))
+        _plan_copy_out(&e.plan, plan)
     for i in range(nd):
         e.key[3 * i] = sizes[i]
         e.key[3 * i + 1] = dstr[i]

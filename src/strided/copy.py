@@ -173,8 +173,8 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     # Every argument but the two arrays is read before either: reading them may run the
     # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
     # whose address had already been taken. Plain arguments run none (the common call, first).
-    plain = (scale is None and shift is None and axis is None and type(casting) is str
-             and casting in _CASTINGS and (num_threads is None or type(num_threads) is int))
+    plain = (casting is _SAME_KIND and scale is None and shift is None and axis is None
+             and (num_threads is None or type(num_threads) is int))
     if plain and _copyto_arrays(dst, src, num_threads):
         return
     conversion = Conversion(casting, scale, shift, axis)
@@ -217,6 +217,7 @@ def _casting_name(casting: Any) -> str:
 
 
 _CASTINGS = {name: name for name in _convert.CASTINGS}
+_SAME_KIND = "same_kind"    # copyto's default (the same interned str: `is` tells it)
 _PLAIN = Conversion()
 
 
