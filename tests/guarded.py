@@ -32,6 +32,18 @@ choice of block kernel).
 its stdin) that print each case's index before running it: when a worker dies of a signal or
 hangs, the last index it printed names the faulting case, which is counted, and a new worker
 takes up the cases after it.
+
+Guard pages see the operands' ends only. The same sweep under AddressSanitizer and
+UndefinedBehaviorSanitizer also checks the engines' own buffers (tiles, staged chunks,
+parameter periods) and every misaligned typed access; build and run it as::
+
+    pip install --no-build-isolation -e . -Cbuild-dir=build-san \\
+        -Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false \\
+        "-Csetup-args=-Dc_args=-fno-sanitize-recover=undefined"
+    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \\
+        python -c "import guarded; print(guarded.sweep('slow').table())"
+
+(a sanitizer's report ends the worker, which the sweep counts as a faulting case).
 """
 
 from __future__ import annotations
@@ -293,7 +305,7 @@ def family(case):
     pixels = (not convert_last and dp == C and pp == 0 and pq in (0, 1) and planes_on
               and case.src_type == "float32" and mode == "aff32" and C in (3, 4)
               and case.level >= 2 and case.dst_type in ("uint8", "int8"))
-    if stage == 1 and not ((pixels or tiled) and stage < 0):
+    if stage == 1:
         return "convert/staged"
     if tiled:
         return "convert/tiled"
