@@ -454,7 +454,8 @@ def _interleaves(rng):
 
 def _deinterleaves(rng):
     """Dense pixels of S items into R <= S planes (HWC -> CHW, RGBA -> RGB planes): rank 2
-    (planes, pixels) and rank 3 (planes, H, W), the brief's column-major case among them."""
+    (planes, pixels) and rank 3 (planes, H, W); first, the copy that showed the over-read: a
+    column-major (2, 2, 4) float32 array into a row-major one (2 planes of pixels of 4)."""
     out = [Case((2, 2, 4), (8, 4, 1), (1, 2, 4), itemsize=4, label="F -> C (2, 2, 4)")]
     for k in (1, 2, 4, 8):
         for S in range(2, 10):
