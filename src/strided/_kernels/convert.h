@@ -425,40 +425,46 @@ static void st_store_ct(int t, int mode, char *d, st_cidx ds, st_cidx n, const s
 /* ---- fused rows: unit strides, the pipelines' pairs ------------------------------------------ */
 /* Each body is plain C the compiler vectorises; ST_CVT_FUSED instantiates it for the baseline
  * and, on x86 with GCC/Clang, again for AVX2 + F16C (chosen at run time). Parameters: scale and
- * shift of the compute type at stride ps (0: one value for the row, 1: one per element). */
+ * shift of the compute type at stride ps (0: one value for the row, 1: one per element).
+ * Rows start at any byte (a float64 view of a uint8 buffer at an odd address is a valid
+ * source), so elements are loaded and stored through memcpy (st_ld_*, st_st_*), never through
+ * a float* or uint16_t* that would assert an alignment the row does not have; GCC and Clang
+ * turn each into one unaligned move and vectorise the loops as before (checked with
+ * -fopt-info-vec and in the object code: the same vector loops as with typed pointers).
+ * The parameters are the engine's own float buffers, aligned. */
 
 typedef void (*st_fused_fn)(char *d, const char *s, st_cidx n, const void *scale,
                             const void *shift, st_cidx ps);
 
-#define ST_AFFINE_BODY(TS, CONVERT_OUT)                                                       \
-    const TS *src = (const TS *)(const void *)s;                                              \
+/* t = (float)source element i * scale + shift, then OUT stores t; LOAD(p) reads an element
+ * of SIZE bytes at p. */
+#define ST_AFFINE_BODY(LOAD, SIZE, OUT)                                                       \
     const float *a = (const float *)scale, *c = (const float *)shift;                         \
     if (ps == 0) {                                                                            \
         const float a0 = a[0], c0 = c[0];                                                     \
         for (st_cidx i = 0; i < n; i++) {                                                     \
-            float t = (float)src[i] * a0;                                                     \
+            float t = (float)LOAD(s + (SIZE) * i) * a0;                                       \
             t = t + c0;                                                                       \
-            CONVERT_OUT;                                                                      \
+            OUT;                                                                              \
         }                                                                                     \
     } else {                                                                                  \
         for (st_cidx i = 0; i < n; i++) {                                                     \
-            float t = (float)src[i] * a[i];                                                   \
+            float t = (float)LOAD(s + (SIZE) * i) * a[i];                                     \
             t = t + c[i];                                                                     \
-            CONVERT_OUT;                                                                      \
+            OUT;                                                                              \
         }                                                                                     \
     }
 
-/* A plain cast of a unit-stride row: EXPR converts `v`, an element of TS, to TD. */
-#define ST_DEF_PLAIN(NAME, SUFFIX, ATTR, TS, TD, EXPR)                                        \
+/* A plain cast of a unit-stride row: EXPR converts `v`, an element of TS (loaded by st_ld_SN),
+ * to TD (stored by st_st_DN). */
+#define ST_DEF_PLAIN(NAME, SUFFIX, ATTR, TS, SN, TD, DN, EXPR)                                \
     ATTR static void NAME##_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale,    \
                                      const void *shift, st_cidx ps)                           \
     {                                                                                         \
-        const TS *in = (const TS *)(const void *)s;                                           \
-        TD *out = (TD *)(void *)d;                                                            \
         (void)scale; (void)shift; (void)ps;                                                   \
         for (st_cidx i = 0; i < n; i++) {                                                     \
-            TS v = in[i];                                                                     \
-            out[i] = EXPR;                                                                    \
+            TS v = st_ld_##SN(s + sizeof(TS) * i);                                            \
+            st_st_##DN(d + sizeof(TD) * i, EXPR);                                             \
         }                                                                                     \
     }
 
@@ -468,17 +474,17 @@ typedef void (*st_fused_fn)(char *d, const char *s, st_cidx n, const void *scale
     ((v) != (v) ? 0 : (v) <= (lo) ? (int32_t)(lo) : (v) >= (hi) ? (int32_t)(hi) : (int32_t)(v))
 
 #define ST_DEF_PLAINS(SUFFIX, ATTR)                                                           \
-    ST_DEF_PLAIN(st_p_u8_f32, SUFFIX, ATTR, uint8_t, float, (float)v)                         \
-    ST_DEF_PLAIN(st_p_i8_f32, SUFFIX, ATTR, int8_t, float, (float)v)                          \
-    ST_DEF_PLAIN(st_p_u16_f32, SUFFIX, ATTR, uint16_t, float, (float)v)                       \
-    ST_DEF_PLAIN(st_p_i16_f32, SUFFIX, ATTR, int16_t, float, (float)v)                        \
-    ST_DEF_PLAIN(st_p_i32_f32, SUFFIX, ATTR, int32_t, float, (float)v)                        \
-    ST_DEF_PLAIN(st_p_u8_f64, SUFFIX, ATTR, uint8_t, double, (double)v)                       \
-    ST_DEF_PLAIN(st_p_f32_f64, SUFFIX, ATTR, float, double, (double)v)                        \
-    ST_DEF_PLAIN(st_p_f64_f32, SUFFIX, ATTR, double, float, (float)v)                         \
-    ST_DEF_PLAIN(st_p_f32_u16, SUFFIX, ATTR, float, uint16_t,                                 \
+    ST_DEF_PLAIN(st_p_u8_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)v)                \
+    ST_DEF_PLAIN(st_p_i8_f32, SUFFIX, ATTR, int8_t, i8, float, f32, (float)v)                 \
+    ST_DEF_PLAIN(st_p_u16_f32, SUFFIX, ATTR, uint16_t, u16, float, f32, (float)v)             \
+    ST_DEF_PLAIN(st_p_i16_f32, SUFFIX, ATTR, int16_t, i16, float, f32, (float)v)              \
+    ST_DEF_PLAIN(st_p_i32_f32, SUFFIX, ATTR, int32_t, i32, float, f32, (float)v)              \
+    ST_DEF_PLAIN(st_p_u8_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)v)              \
+    ST_DEF_PLAIN(st_p_f32_f64, SUFFIX, ATTR, float, f32, double, f64, (double)v)              \
+    ST_DEF_PLAIN(st_p_f64_f32, SUFFIX, ATTR, double, f64, float, f32, (float)v)               \
+    ST_DEF_PLAIN(st_p_f32_u16, SUFFIX, ATTR, float, f32, uint16_t, u16,                       \
                  (uint16_t)ST_TRUNC_SAT_F32(v, 0.0f, 65535.0f))                               \
-    ST_DEF_PLAIN(st_p_f32_i16, SUFFIX, ATTR, float, int16_t,                                  \
+    ST_DEF_PLAIN(st_p_f32_i16, SUFFIX, ATTR, float, f32, int16_t, i16,                        \
                  (int16_t)ST_TRUNC_SAT_F32(v, -32768.0f, 32767.0f))
 
 ST_DEF_PLAINS(base, )
@@ -490,40 +496,34 @@ ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
     ATTR static void st_u8_f32_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale, \
                                         const void *shift, st_cidx ps)                        \
     {                                                                                         \
-        float *out = (float *)(void *)d;                                                      \
-        ST_AFFINE_BODY(uint8_t, out[i] = t)                                                   \
+        ST_AFFINE_BODY(st_ld_u8, 1, st_st_f32(d + 4 * i, t))                                  \
     }                                                                                         \
     ATTR static void st_i8_f32_##SUFFIX(char *d, const char *s, st_cidx n, const void *scale, \
                                         const void *shift, st_cidx ps)                        \
     {                                                                                         \
-        float *out = (float *)(void *)d;                                                      \
-        ST_AFFINE_BODY(int8_t, out[i] = t)                                                    \
+        ST_AFFINE_BODY(st_ld_i8, 1, st_st_f32(d + 4 * i, t))                                  \
     }                                                                                         \
     ATTR static void st_f32_f32_##SUFFIX(char *d, const char *s, st_cidx n,                   \
                                          const void *scale, const void *shift, st_cidx ps)    \
     {                                                                                         \
-        float *out = (float *)(void *)d;                                                      \
-        ST_AFFINE_BODY(float, out[i] = t)                                                     \
+        ST_AFFINE_BODY(st_ld_f32, 4, st_st_f32(d + 4 * i, t))                                 \
     }                                                                                         \
     ATTR static void st_f32_bf16_##SUFFIX(char *d, const char *s, st_cidx n,                  \
                                           const void *scale, const void *shift, st_cidx ps)   \
     {                                                                                         \
-        const uint32_t *in = (const uint32_t *)(const void *)s;                               \
-        uint16_t *out = (uint16_t *)(void *)d;                                                \
         (void)scale; (void)shift; (void)ps;                                                   \
         for (st_cidx i = 0; i < n; i++) {                                                     \
-            uint32_t u = in[i];                                                               \
+            uint32_t u = st_ld_u32(s + 4 * i);                                                \
             uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                              \
-            out[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : r);               \
+            st_st_u16(d + 2 * i, (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : r));  \
         }                                                                                     \
     }                                                                                         \
     ATTR static void st_bf16_f32_##SUFFIX(char *d, const char *s, st_cidx n,                  \
                                           const void *scale, const void *shift, st_cidx ps)   \
     {                                                                                         \
-        const uint16_t *in = (const uint16_t *)(const void *)s;                               \
-        uint32_t *out = (uint32_t *)(void *)d;                                                \
         (void)scale; (void)shift; (void)ps;                                                   \
-        for (st_cidx i = 0; i < n; i++) out[i] = (uint32_t)in[i] << 16;                       \
+        for (st_cidx i = 0; i < n; i++)                                                       \
+            st_st_u32(d + 4 * i, (uint32_t)st_ld_u16(s + 2 * i) << 16);                       \
     }
 
 ST_DEF_FUSED(base, )
@@ -538,7 +538,7 @@ __attribute__((target("avx2,f16c"))) static void st_f32_f16_f16c(char *d, const 
     st_cidx i = 0;
     (void)scale; (void)shift; (void)ps;
     for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps((const float *)(const void *)s + i);
+        __m256 v = _mm256_loadu_ps((const float *)(const void *)(s + 4 * i));
         _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
                          _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
@@ -553,7 +553,7 @@ __attribute__((target("avx2,f16c"))) static void st_f16_f32_f16c(char *d, const 
     (void)scale; (void)shift; (void)ps;
     for (; i + 8 <= n; i += 8) {
         __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
-        _mm256_storeu_ps((float *)(void *)d + i, _mm256_cvtph_ps(h));
+        _mm256_storeu_ps((float *)(void *)(d + 4 * i), _mm256_cvtph_ps(h));
     }
     for (; i < n; i++) st_st_f32(d + 4 * i, st_f16_to_f32(st_ld_u16(s + 2 * i)));
 }
@@ -588,7 +588,6 @@ ST_CVT_INLINE int32_t st_f32_byte_scalar(float t, int affine, int sign)
 ST_CVT_INLINE void st_f32_bytes_sse2(char *d, const char *s, st_cidx n, const void *scale,
                                  const void *shift, st_cidx ps, int affine, int sign)
 {
-    const float *in = (const float *)(const void *)s;
     const float *a = (const float *)scale, *c = (const float *)shift;
     st_cidx i = 0;
 #if ST_CVT_SSE2
@@ -598,7 +597,7 @@ ST_CVT_INLINE void st_f32_bytes_sse2(char *d, const char *s, st_cidx n, const vo
     for (; i + 16 <= n; i += 16) {
         __m128i q[4];
         for (int k = 0; k < 4; k++) {
-            __m128 t = _mm_loadu_ps(in + i + 4 * k);
+            __m128 t = _mm_loadu_ps((const float *)(const void *)(s + 4 * (i + 4 * k)));
             if (affine) {
                 __m128 sa = ps ? _mm_loadu_ps(a + i + 4 * k) : a0;
                 __m128 sc = ps ? _mm_loadu_ps(c + i + 4 * k) : c0;
@@ -614,7 +613,7 @@ ST_CVT_INLINE void st_f32_bytes_sse2(char *d, const char *s, st_cidx n, const vo
     }
 #endif
     for (; i < n; i++) {
-        float t = in[i];
+        float t = st_ld_f32(s + 4 * i);
         if (affine) {
             t = t * a[i * ps];
             t = t + c[i * ps];
@@ -641,7 +640,6 @@ __attribute__((target("avx2"))) static inline void
 st_f32_bytes_avx2(char *d, const char *s, st_cidx n, const void *scale, const void *shift,
                   st_cidx ps, int affine, int sign)
 {
-    const float *in = (const float *)(const void *)s;
     const float *a = (const float *)scale, *c = (const float *)shift;
     st_cidx i = 0;
     const __m256 lo = _mm256_set1_ps(sign ? -128.0f : 0.0f);
@@ -652,7 +650,7 @@ st_f32_bytes_avx2(char *d, const char *s, st_cidx n, const void *scale, const vo
     for (; i + 32 <= n; i += 32) {
         __m256i q[4];
         for (int k = 0; k < 4; k++) {
-            __m256 t = _mm256_loadu_ps(in + i + 8 * k);
+            __m256 t = _mm256_loadu_ps((const float *)(const void *)(s + 4 * (i + 8 * k)));
             if (affine) {
                 __m256 sa = ps ? _mm256_loadu_ps(a + i + 8 * k) : a0;
                 __m256 sc = ps ? _mm256_loadu_ps(c + i + 8 * k) : c0;
@@ -695,43 +693,44 @@ __attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char
 typedef void (*st_planes_fn)(char *d, st_cidx dp, const char *s, st_cidx n, const void *scale,
                              const void *shift, st_cidx pp);
 
-#define ST_DEF_PLANES3(SUFFIX, ATTR, T, TN)                                                           \
-    ATTR static void st_planes3_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
-                                         const void *scale, const void *shift, st_cidx pp)    \
+/* (The planes start at any byte: float stores through memcpy, on distinct restrict rows.) */
+#define ST_DEF_PLANES3(SUFFIX, ATTR, T, TN)                                                   \
+    ATTR static void st_planes3_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n, \
+                                                const void *scale, const void *shift,         \
+                                                st_cidx pp)                                   \
     {                                                                                         \
-        const T *px = (const T *)(const void *)s;                                               \
+        const T *px = (const T *)(const void *)s;                                             \
         const float *a = (const float *)scale, *c = (const float *)shift;                     \
-        float *restrict o0 = (float *)(void *)d, *restrict o1 = (float *)(void *)(d + dp);    \
-        float *restrict o2 = (float *)(void *)(d + 2 * dp);                                   \
+        char *restrict o0 = d, *restrict o1 = d + dp, *restrict o2 = d + 2 * dp;              \
         const float a0 = a[0], a1 = a[pp], a2 = a[2 * pp];                                    \
         const float c0 = c[0], c1 = c[pp], c2 = c[2 * pp];                                    \
         for (st_cidx i = 0; i < n; i++) {                                                     \
             float t0 = (float)px[3 * i] * a0, t1 = (float)px[3 * i + 1] * a1;                 \
             float t2 = (float)px[3 * i + 2] * a2;                                             \
-            o0[i] = t0 + c0;                                                                  \
-            o1[i] = t1 + c1;                                                                  \
-            o2[i] = t2 + c2;                                                                  \
+            st_st_f32(o0 + 4 * i, t0 + c0);                                                   \
+            st_st_f32(o1 + 4 * i, t1 + c1);                                                   \
+            st_st_f32(o2 + 4 * i, t2 + c2);                                                   \
         }                                                                                     \
     }
 
-#define ST_DEF_PLANES4(SUFFIX, ATTR, T, TN)                                               \
-    ATTR static void st_planes4_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n,       \
-                                         const void *scale, const void *shift, st_cidx pp)    \
+#define ST_DEF_PLANES4(SUFFIX, ATTR, T, TN)                                                   \
+    ATTR static void st_planes4_##TN##_##SUFFIX(char *d, st_cidx dp, const char *s, st_cidx n, \
+                                                const void *scale, const void *shift,         \
+                                                st_cidx pp)                                   \
     {                                                                                         \
-        const T *px = (const T *)(const void *)s;                                               \
+        const T *px = (const T *)(const void *)s;                                             \
         const float *a = (const float *)scale, *c = (const float *)shift;                     \
-        float *restrict o0 = (float *)(void *)d, *restrict o1 = (float *)(void *)(d + dp);    \
-        float *restrict o2 = (float *)(void *)(d + 2 * dp);                                   \
-        float *restrict o3 = (float *)(void *)(d + 3 * dp);                                   \
+        char *restrict o0 = d, *restrict o1 = d + dp, *restrict o2 = d + 2 * dp;              \
+        char *restrict o3 = d + 3 * dp;                                                       \
         const float a0 = a[0], a1 = a[pp], a2 = a[2 * pp], a3 = a[3 * pp];                    \
         const float c0 = c[0], c1 = c[pp], c2 = c[2 * pp], c3 = c[3 * pp];                    \
         for (st_cidx i = 0; i < n; i++) {                                                     \
             float t0 = (float)px[4 * i] * a0, t1 = (float)px[4 * i + 1] * a1;                 \
             float t2 = (float)px[4 * i + 2] * a2, t3 = (float)px[4 * i + 3] * a3;             \
-            o0[i] = t0 + c0;                                                                  \
-            o1[i] = t1 + c1;                                                                  \
-            o2[i] = t2 + c2;                                                                  \
-            o3[i] = t3 + c3;                                                                  \
+            st_st_f32(o0 + 4 * i, t0 + c0);                                                   \
+            st_st_f32(o1 + 4 * i, t1 + c1);                                                   \
+            st_st_f32(o2 + 4 * i, t2 + c2);                                                   \
+            st_st_f32(o3 + 4 * i, t3 + c3);                                                   \
         }                                                                                     \
     }
 
@@ -761,8 +760,8 @@ ST_DEF_PLANES4(base, , int8_t, i8)
     do {                                                                                      \
         __m256i w_ = _mm256_shuffle_epi8((v), M[r]);                                          \
         if (SIGNED) w_ = _mm256_srai_epi32(w_, 24);                                           \
-        _mm256_storeu_ps(o[r] + i, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(w_), A[r]), \
-                                                 C[r]));                                      \
+        _mm256_storeu_ps((float *)(void *)(o[r] + 4 * i),                                     \
+                         _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(w_), A[r]), C[r]));   \
     } while (0)
 
 #define ST_DEF_PLANES_AVX2(R, TN, SIGNED_)                                                 \
@@ -773,13 +772,13 @@ ST_DEF_PLANES4(base, , int8_t, i8)
         enum { SIGNED = SIGNED_ };                                                            \
         const char *px = s;                                                                   \
         const float *a = (const float *)scale, *c = (const float *)shift;                     \
-        float *o[R];                                                                          \
+        char *o[R];                                                                           \
         __m256i M[R];                                                                         \
         __m256 A[R], C[R];                                                                    \
         st_cidx i = 0;                                                                        \
         int r;                                                                                \
         for (r = 0; r < R; r++) {                                                             \
-            o[r] = (float *)(void *)(d + r * dp);                                             \
+            o[r] = d + r * dp;                                                                \
             M[r] = ST_PLANE_MASK(R, r, SIGNED);                                               \
             A[r] = _mm256_set1_ps(a[r * pp]);                                                 \
             C[r] = _mm256_set1_ps(c[r * pp]);                                                 \
@@ -794,7 +793,7 @@ ST_DEF_PLANES4(base, , int8_t, i8)
             for (r = 0; r < R; r++) ST_PLANE_OUT(v, r);                                       \
         }                                                                                     \
         if (i < n)                                                                            \
-            st_planes##R##_##TN##_base((char *)(o[0] + i), dp, s + R * i, n - i, scale,       \
+            st_planes##R##_##TN##_base(d + 4 * i, dp, s + R * i, n - i, scale,                \
                                        shift, pp);                                            \
     }
 
@@ -865,7 +864,7 @@ st_pixels_avx2(char *d, const char *s, st_cidx n, st_cidx sp, const void *scale,
     /* 3 channels store 12 bytes a lane as 16: the round must leave 4 bytes of room after it */
     for (; i + 8 + (R == 3 ? 2 : 0) <= n; i += 8) {
         for (int r = 0; r < R; r++) {
-            __m256 t = _mm256_loadu_ps((const float *)(const void *)(s + r * sp) + i);
+            __m256 t = _mm256_loadu_ps((const float *)(const void *)(s + r * sp + 4 * i));
             t = _mm256_add_ps(_mm256_mul_ps(t, A[r]), C[r]);
             t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
             t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);

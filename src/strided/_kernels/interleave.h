@@ -95,9 +95,28 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
  * AVX2 runs two groups at once, one per 128-bit lane (shuffles stay within lanes). SSE2 alone
  * has packs and unpacks for S = R = 2 (w = 1, 2, 4) and S = R = 4 (w = 1). The last group is
  * moved back to end at pixel C: it rewrites a few pixels with the same values (source and
- * destination never overlap here). Each returns the pixels done: C, or 0 when C is below a
- * group (the caller's scalar loops take those). */
+ * destination never overlap here). A group reads its pixels whole, items R..S-1 included, and
+ * those are not elements: between two pixels they lie inside the source, but after the last
+ * pixel they may be past its end (RGBA read as 3 planes: the last pixel's alpha; a column-major
+ * (2, 2, 4) array read as 2 of 4: 8 bytes past it), so with R < S the groups stop one pixel
+ * short and that pixel is copied item by item (st_deint_last). Each returns the pixels done:
+ * C, or 0 when C is below a group (the caller's scalar loops take those). */
 #define ST_DEINT_MAX 8
+
+/* Pixels the groups may cover: all C when every item of a pixel is an element, else all but
+ * the last. */
+#define ST_DEINT_WHOLE(S, R, C) ((R) < (S) ? (C) - 1 : (C))
+
+/* Pixels c0..C-1 of planes k < R, item by item (the pixel the groups leave when R < S). */
+static inline void st_deint_last(int lw, char *d, st_idx dpb, const char *s, int S, int R,
+                                 st_idx c0, st_idx C)
+{
+    st_idx c;
+    int k;
+    for (c = c0; c < C; c++)
+        for (k = 0; k < R; k++)
+            memcpy(d + k * dpb + (c << lw), s + ((c * S + k) << lw), (size_t)1 << lw);
+}
 
 typedef struct {
     uint8_t or_[ST_DEINT_MAX][ST_DEINT_MAX][16];   /* [v][k]: plane k's bytes of vector v */
@@ -190,13 +209,16 @@ ST_SSSE3 static st_idx st_deint_ssse3(int lw, char *d, st_idx dpb, const char *s
                                       st_idx C)
 {
     st_deint_masks mk;
-    if (C < (16 >> lw))
+    const st_idx whole = ST_DEINT_WHOLE(S, R, C);
+    if (whole < (16 >> lw))
         return 0;
     st_deint_build(&mk, lw, S, R);
     if (S == R && S == 2) return st_deint_ssse3_body(lw, d, dpb, s, 2, 2, C, &mk);
     if (S == R && S == 3) return st_deint_ssse3_body(lw, d, dpb, s, 3, 3, C, &mk);
     if (S == R && S == 4) return st_deint_ssse3_body(lw, d, dpb, s, 4, 4, C, &mk);
-    return st_deint_ssse3_body(lw, d, dpb, s, S, R, C, &mk);
+    st_deint_ssse3_body(lw, d, dpb, s, S, R, whole, &mk);
+    st_deint_last(lw, d, dpb, s, S, R, whole, C);
+    return C;
 }
 #endif
 
@@ -254,13 +276,16 @@ ST_AVX2 static st_idx st_deint_avx2(int lw, char *d, st_idx dpb, const char *s, 
                                     st_idx C)
 {
     st_deint_masks mk;
-    if (C < (32 >> lw))
+    const st_idx whole = ST_DEINT_WHOLE(S, R, C);
+    if (whole < (32 >> lw))
         return 0;
     st_deint_build(&mk, lw, S, R);
     if (S == R && S == 2) return st_deint_avx2_body(lw, d, dpb, s, 2, 2, C, &mk);
     if (S == R && S == 3) return st_deint_avx2_body(lw, d, dpb, s, 3, 3, C, &mk);
     if (S == R && S == 4) return st_deint_avx2_body(lw, d, dpb, s, 4, 4, C, &mk);
-    return st_deint_avx2_body(lw, d, dpb, s, S, R, C, &mk);
+    st_deint_avx2_body(lw, d, dpb, s, S, R, whole, &mk);
+    st_deint_last(lw, d, dpb, s, S, R, whole, C);
+    return C;
 }
 #endif
 

@@ -1,0 +1,172 @@
+"""No kernel reads or writes a byte outside its layouts: the copy and conversion engines against
+memory that faults one byte past each end of each operand.
+
+The harness is :mod:`guarded`: every operand in its own mapping between two ``PROT_NONE``
+pages, the source's lowest byte right after a guard page in one run and its highest byte right
+before one in another (the destination's too), odd addresses in two more runs; the
+destination's gaps hold a sentinel that must survive, every element must equal a numpy oracle.
+It drives the raw entries (``_copy.copy_memory``, ``_convert.convert_memory``) at every SIMD
+level, on 1 and 2 threads, with the tuning hooks forcing streaming stores, staged and stitched
+tiles, tiny blocks, and the conversion's tiled, planes, pixels, staged and both transpose
+routes. A worker that dies names the case it was running, which then fails the test.
+
+The default run takes a seeded sample of every kernel family (seconds); the exhaustive sweep,
+about 50 000 cases, is marked ``slow`` (``STRIDED_SLOW=1``). Both print a table of cases,
+faulting cases and wrong cases per family.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from isolated import run_isolated
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="anonymous mmap + mprotect through libc")
+
+SWEEP = """
+    import guarded
+    summary = guarded.sweep({selection!r})
+    print(summary.table())
+    for kind, case, detail in summary.failures[:60]:
+        print(kind, case, detail)
+    print("faulting", sum(summary.faults.values()), "wrong", sum(summary.wrong.values()))
+"""
+
+
+def _sweep(selection, timeout):
+    out = run_isolated(SWEEP.format(selection=selection), timeout=timeout)
+    print(out)
+    last = out.strip().splitlines()[-1].split()
+    assert last[0] == "faulting" and last[2] == "wrong", out
+    assert (int(last[1]), int(last[3])) == (0, 0), out
+    return out
+
+
+def test_every_kernel_family_stays_inside_its_layouts():
+    """The default sample: every family at every SIMD level, no fault, no stray byte, no
+    wrong element."""
+    out = _sweep("default", timeout=600)
+    assert "copy/deinterleave" in out and "convert/planes" in out
+
+
+@pytest.mark.slow
+def test_every_kernel_family_stays_inside_its_layouts_exhaustive():
+    _sweep("slow", timeout=3600)
+
+
+def test_the_default_sample_reaches_every_family_at_every_level():
+    """The sample is stratified by the planners' choice of kernel (mirrored in
+    guarded.family): each family the sweep knows appears at each SIMD level the CPU has, and
+    some cases run on a team of 2 threads."""
+    import guarded
+
+    from strided import _copy
+
+    selected = guarded.cases("default")
+    levels = range(_copy._simd() + 1)
+    seen = {(c.family, c.level) for c in selected}
+    level_free = {"convert/tiled", "convert/pixels"}   # AVX2 kernels: level 2 only
+    families = {
+        "copy/rows", "copy/rows-streamed", "copy/fill", "copy/gather-scatter",
+        "copy/transpose", "copy/transpose-staged", "copy/transpose-streamed",
+        "copy/transpose-narrow", "copy/interleave", "copy/deinterleave",
+        "convert/fused-rows", "convert/strided-rows", "convert/planes",
+        "convert/transpose-first", "convert/transpose-last", "convert/staged",
+    }
+    missing = {(f, lv) for f in families for lv in levels if (f, lv) not in seen}
+    if _copy._simd() >= 2:
+        missing |= {(f, 2) for f in level_free if (f, 2) not in seen}
+    assert not missing
+    assert any(c.threads == 2 for c in selected if not c.converts)
+    assert any(c.threads == 2 for c in selected if c.converts)
+
+
+def test_a_read_of_a_guard_page_kills_the_worker_and_names_its_case():
+    """The harness itself: a case that reads one byte past its source (guarded.OVERREAD)
+    faults in whichever placement puts the source's end at the guard page; the sweep counts
+    it against that case and goes on with the next one."""
+    out = run_isolated("""
+        import guarded
+
+        bad = guarded.Case((5,), (1,), (1,), itemsize=4, label=guarded.OVERREAD)
+        good = guarded.Case((5,), (1,), (1,), itemsize=4, label="fine")
+        guarded.cases = lambda selection="default", levels=None: [good, bad, good]
+        summary = guarded.sweep("default")
+        print(summary.cases["copy/rows"], summary.faults["copy/rows"],
+              summary.wrong["copy/rows"])
+        print(summary.failures[0][0], "|", summary.failures[0][1])
+    """)
+    counts, failure = out.strip().splitlines()
+    assert counts.split() == ["3", "1", "0"]
+    assert failure.startswith("fault (signal 11) |") and "self-test" in failure
+
+
+def test_a_stray_write_and_a_wrong_element_are_reported():
+    """A byte written into a gap of a padded destination, and an element overwritten after
+    the copy, each make the harness report the case; the real copy alone does not."""
+    out = run_isolated("""
+        import ctypes
+        import guarded
+
+        case = guarded.Case((3, 5), (8, 1), (5, 1), itemsize=2)   # rows padded by 3 items
+        print(guarded.run_case(case) or "clean")
+        real_call = guarded._call
+
+        def stray(case, dst_addr, src_addr):
+            real_call(case, dst_addr, src_addr)
+            ctypes.memset(dst_addr + 5 * 2, 0, 1)   # the first gap byte, after row 0
+
+        guarded._call = stray
+        print(guarded.run_case(case))
+
+        def overwrite(case, dst_addr, src_addr):
+            real_call(case, dst_addr, src_addr)
+            b = ctypes.string_at(dst_addr + 8 * 2, 1)[0]
+            ctypes.memset(dst_addr + 8 * 2, b ^ 0xFF, 1)   # element (1, 0) changed
+
+        guarded._call = overwrite
+        print(guarded.run_case(case))
+    """)
+    clean, stray, wrong = out.strip().splitlines()
+    assert clean == "clean"
+    assert "outside the destination's elements" in stray
+    assert "elements wrong" in wrong and "(1, 0)" in wrong
+
+
+def test_copyto_of_a_column_major_source_ending_at_a_guard_page():
+    """The public route of the first case found: st.copyto of a small column-major float32
+    array whose last byte is the last byte before an unreadable page (as a memory-mapped
+    file's can be), at every SIMD level."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        area = guarded.Arena(1)
+        for shape in [(2, 2, 4), (3, 5, 4), (2, 17, 3), (4, 4, 2)]:
+            n = int(np.prod(shape))
+            raw = area.bytes[area.size - 4 * n:].view(np.float32)
+            raw[:] = np.arange(n, dtype=np.float32)
+            src = raw.reshape(shape[::-1]).T          # Fortran order, ending at the page
+            assert src.flags.f_contiguous
+            for level in range(_copy._simd() + 1):
+                _copy._simd(level)
+                dst = np.empty(shape, np.float32)
+                st.copyto(dst, src)
+                assert np.array_equal(dst, src), (shape, level)
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_sentinel_pattern_changes_with_position():
+    """A stray store of any single byte value is caught: no 256-byte window of the sentinel
+    holds one value twice."""
+    import guarded
+
+    pattern = guarded._sentinel(4096)
+    assert all(np.unique(pattern[i:i + 256]).size == 256 for i in (0, 1, 255, 3000))
