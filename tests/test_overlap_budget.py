@@ -21,6 +21,10 @@ from isolated import probe_results, run_isolated
 import strided as st
 from strided import _copy, _core
 
+# One thread (pytest --parallel-threads): the tests lower the process-wide overlap budget and
+# shift buffer, and read tracemalloc's process-wide peak.
+pytestmark = pytest.mark.thread_unsafe(reason="process-wide overlap budget and tracemalloc")
+
 # ---- brute force ------------------------------------------------------------------------------
 
 

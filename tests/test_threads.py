@@ -22,6 +22,10 @@ from isolated import run_isolated
 import strided as st
 from strided import _copy
 
+# One thread (pytest --parallel-threads): these tests start their own threads and read the
+# process-wide count of team threads.
+pytestmark = pytest.mark.thread_unsafe(reason="reads the process-wide team count")
+
 STRESS = r"""
 import sys, threading
 import numpy as np
