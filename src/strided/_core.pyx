@@ -260,13 +260,22 @@ cdef inline void _sort_ascending(int d, int64_t* s, int64_t* u) noexcept nogil:
     sort_by(d, s, u, NULL)
 
 
+cdef inline int64_t _abs_saturated(int64_t v) noexcept nogil:
+    """|v|, with |INT64_MIN| (which int64 cannot hold: negating it is undefined) as INT64_MAX.
+    Only a layout whose span leaves int64 has such a stride on a dim of several elements, and
+    every caller refuses those; the predicates still get an order-preserving magnitude."""
+    if v >= 0:
+        return v
+    return INT64_MAX if v == INT64_MIN else -v
+
+
 cdef int _nontrivial(int nd, const int64_t* sizes, const int64_t* strides, bint skip_zero_strides,
                      int64_t* s, int64_t* u) noexcept nogil:
     """Collect (|stride|, size - 1) of the dims of size > 1; return how many."""
     cdef int i, d = 0
     for i in range(nd):
         if sizes[i] > 1 and not (skip_zero_strides and strides[i] == 0):
-            s[d] = strides[i] if strides[i] >= 0 else -strides[i]
+            s[d] = _abs_saturated(strides[i])
             u[d] = sizes[i] - 1
             d += 1
     return d
@@ -713,7 +722,8 @@ cdef int _add_terms(int nd, const int64_t* sizes, const int64_t* strides, int64_
     cdef bint up
     for i in range(nd):
         if sizes[i] > 1 and strides[i] != 0:
-            if checked_mul(strides[i] if strides[i] > 0 else -strides[i], itemsize, &c[d]):
+            if strides[i] == INT64_MIN or checked_mul(_abs_saturated(strides[i]), itemsize,
+                                                      &c[d]):
                 return -1
             up = (strides[i] > 0) != negate
             lo[d] = 0 if up else 1 - sizes[i]
@@ -829,10 +839,9 @@ cdef void c_physical_order(int nd, const int64_t* sizes, const int64_t* strides,
     for i in range(nd):
         if sizes[i] != 1 and strides[i] != 0:
             # insertion sort by |stride| descending, stable
-            key = strides[i] if strides[i] >= 0 else -strides[i]
+            key = _abs_saturated(strides[i])
             j = n_ranked - 1
-            while j >= 0 and (strides[ranked[j]] if strides[ranked[j]] >= 0
-                              else -strides[ranked[j]]) < key:
+            while j >= 0 and _abs_saturated(strides[ranked[j]]) < key:
                 ranked[j + 1] = ranked[j]
                 j -= 1
             ranked[j + 1] = i
