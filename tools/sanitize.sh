@@ -11,8 +11,8 @@
 #                                         child, a grandchild) reported anything
 #   tools/sanitize.sh selftest VENV       check that `run` fails on an ASan and a UBSan report
 #                                         raised in a grandchild whose failure is ignored
-#   tools/sanitize.sh env VENV            print the environment of `run` as export lines, for a
-#                                         shell of your own (eval "$(tools/sanitize.sh env VENV)")
+#   tools/sanitize.sh env VENV [LOGDIR]   print the environment of `run` as export lines, for a
+#                                         shell of your own: eval "$(tools/sanitize.sh env VENV)"
 #
 # From the repository root, e.g.:
 #   tools/sanitize.sh build /tmp/venv-san && tools/sanitize.sh run /tmp/venv-san
@@ -195,9 +195,10 @@ cmd_run() {
         exit 2
     fi
     echo "sanitizer reports go to: $log"
-    local rc=0
+    local rc=0 environment
+    environment="$(sanitizer_env "$log")"
     (
-        eval "$(sanitizer_env "$log")"
+        eval "$environment"
         export PATH="$venv/bin:$PATH" VIRTUAL_ENV="$venv"
         cd "$ROOT"
         exec "$@"
@@ -275,6 +276,14 @@ case "$action" in
     build) [ "$#" -eq 0 ] || usage; cmd_build "$venv" ;;
     run) cmd_run "$venv" "$@" ;;
     selftest) [ "$#" -eq 0 ] || usage; cmd_selftest "$venv" ;;
-    env) [ "$#" -le 1 ] || usage; sanitizer_env "${1:-${SANITIZE_LOG_DIR:-${TMPDIR:-/tmp}/strided-sanitize}}" ;;
+    env)
+        [ "$#" -le 1 ] || usage
+        log="${1:-${SANITIZE_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/strided-sanitize.XXXXXX")}}"
+        mkdir -p "$log"
+        environment="$(sanitizer_env "$log")"
+        printf '# reports go to %s (nothing checks it: look there yourself)\n%s\n' "$log" "$environment"
+        # shellcheck disable=SC2016  # $PATH is for the shell that evaluates these lines
+        printf 'export PATH=%q:"$PATH" VIRTUAL_ENV=%q\n' "$venv/bin" "$venv"
+        ;;
     *) usage ;;
 esac
