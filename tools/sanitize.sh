@@ -52,9 +52,10 @@
 #                               shifts, ...) are as fatal as ASan's
 #     log_path=DIR/report       the same prefix as ASan's (see below)
 #   GCC's UBSan runtime is a library of its own (libubsan.so.1, loaded with the extension
-#   modules), not part of libasan. Its start-up call to __sanitizer_set_report_path binds to the
-#   preloaded libasan's, so UBSAN_OPTIONS's log_path moves ASan's reports (hence the same
-#   prefix) while UBSan's stay on stderr. `build` therefore writes _strided_sanitize.py and a
+#   modules), not part of libasan. It initialises itself at its first report, and its call to
+#   __sanitizer_set_report_path then binds to the preloaded libasan's: UBSAN_OPTIONS's log_path
+#   moves ASan's later reports (to stderr when UBSAN_OPTIONS names none: hence the same prefix)
+#   while UBSan's own stay on stderr. `build` therefore writes _strided_sanitize.py and a
 #   .pth file into VENV's site-packages: at every interpreter start (children included) they
 #   call libubsan's own __sanitizer_set_report_path with DIR/ubsan, so UBSan's reports land in
 #   DIR too. Only VENV gets them; the package is untouched.
