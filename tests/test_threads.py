@@ -159,10 +159,11 @@ def test_threads_copying_at_once_get_exact_results_long():
 
 
 def test_default_teams_share_the_cores():
-    """With the default thread count a call takes at most the cores other teams leave free
-    (at least its own thread); an explicit count is honoured and counted."""
+    """Every call running without the GIL counts its threads against the cores: with the
+    default thread count a call takes at most the cores the others leave free (at least its own
+    thread); an explicit count is honoured and counted."""
     if not st.openmp_enabled():
-        assert _copy._team(None) == (1, 0)
+        assert _copy._team(None) == (1, 1)
         return
     cores = _copy._cores()
     default = _copy.resolve_threads(None)
@@ -170,18 +171,32 @@ def test_default_teams_share_the_cores():
     first, a = _copy._team(None)
     assert first == default and a == first
     second, b = _copy._team(None)
-    assert second == max(1, min(default, cores - first))
+    assert second == max(1, min(default, cores - first)) and b == second
     explicit, c = _copy._team(3)
     assert explicit == 3 and c == 3           # honoured, whatever is busy
     third, d = _copy._team(None)
-    assert third == 1                         # nothing left: its own thread only
-    for claimed in (a, b, c, d):
-        _copy._team_leave(claimed)
+    assert (third, d) == (1, 1)               # nothing left: its own thread, counted
+    assert _copy._busy_threads() == a + b + c + d
+    for counted in (a, b, c, d):
+        _copy._team_leave(counted)
     assert _copy._busy_threads() == 0
-    assert _copy._team(None, most=1) == (1, 0)    # serial work counts nothing
+    assert _copy._team(None, most=1) == (1, 1)    # serial work counts the calling thread
+    _copy._team_leave(1)
     again, e = _copy._team(None)
     assert again == default
     _copy._team_leave(e)
+    assert _copy._busy_threads() == 0
+
+
+def test_a_default_team_gives_cores_back_to_later_calls():
+    """A worker of a default-sized team stops claiming work once a later call's threads make
+    the count exceed the cores; explicit teams keep theirs."""
+    if not st.openmp_enabled() or _copy.resolve_threads(None) < 2:
+        pytest.skip("no team to give a core back")
+    assert _copy._team_yields(None, later=1)
+    assert not _copy._team_yields(None, later=0)
+    assert not _copy._team_yields(2, later=1)
+    assert _copy._busy_threads() == 0
 
 
 def test_teams_are_handed_back_after_every_route():

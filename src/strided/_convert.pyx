@@ -30,8 +30,8 @@ from libc.stdint cimport int64_t, intptr_t
 from cython.parallel cimport prange
 
 from strided._copy cimport (
-    block_problem, copy_elements, copy_threads, default_threads, simd_level, streams,
-    team_enter, team_leave, transpose_block,
+    Team, block_problem, copy_elements, copy_threads, default_threads, simd_level, streams,
+    team_enter, team_leave, team_yields, transpose_block,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -469,7 +469,7 @@ cdef int _most_threads(const ConvertPlan* P, int nthreads) noexcept nogil:
 
 
 cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t* next,
-                      int64_t chunk, char* tile) noexcept nogil:
+                      int64_t chunk, char* tile, Team* T, bint worker) noexcept nogil:
     """Inside a team: claim runs of ``chunk`` blocks from the shared counter ``next`` until
     none is left. As in the copy engine (_copy._run_share): a thread that a busy neighbour
     process holds back claims fewer blocks instead of holding the whole team back. Paired
@@ -477,6 +477,8 @@ cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t*
     / bfloat16 NHWC at 64 MiB and the int8 NCHW32 quantize unchanged (1.00-1.02x)."""
     cdef int64_t lo
     while True:
+        if worker and team_yields(T):   # another call needs this core (_copy.team_yields)
+            return
         lo = st_claim(next, chunk)
         if lo >= P.items:
             return
@@ -489,24 +491,25 @@ cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthread
     ``most`` threads (the tiles had, see _most_threads), each claiming blocks (_run_claims)
     and staging them in its own tile of ``tiles``."""
     cdef int64_t t, size = _tile_bytes(P), next = 0, chunk
-    cdef int claimed, nt = team_enter(nthreads, most, &claimed)
+    cdef Team T
+    cdef int nt = team_enter(&T, nthreads, most, P.nbytes >= _NOGIL_BYTES)
     dst += P.dst_shift
     src += P.src_shift
     if nt <= 1:
         _run_range(P, dst, src, 0, P.items, tiles)
         if P.stream:
             st_store_fence()
-        team_leave(claimed)
+        team_leave(&T)
         return
     if P.claims_per_thread == 0:   # (fixed shares: for paired measurements)
         chunk = _ceil_div(P.items, nt)
     else:
         chunk = max(<int64_t>1, P.items // (nt * P.claims_per_thread))
     for t in prange(nt, num_threads=nt, schedule="static", chunksize=1):
-        _run_claims(P, dst, src, &next, chunk, tiles + t * size)
+        _run_claims(P, dst, src, &next, chunk, tiles + t * size, &T, t != 0)
         if P.stream:
             st_store_fence()
-    team_leave(claimed)
+    team_leave(&T)
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,10 +28,17 @@ cdef bint streams(int64_t written) noexcept nogil
 # rows dim and *transposing; returns the dims left (the columns are the last). See _copy.pyx.
 cdef int block_problem(int d, int64_t* n, int64_t* ds, int64_t* ss, int64_t* ps, int* p,
                        bint* transposing) noexcept nogil
-# team_enter: the size of a team for the engine's thread argument `nthreads` and work for
-# `most` threads, within the cores the teams of other calls running now leave free when
-# nthreads is 0 (the default); *claimed: what to hand back to team_leave once the team is done.
-cdef int team_enter(int nthreads, int64_t most, int* claimed) noexcept nogil
+# Team, team_enter, team_yields, team_leave: the threads of a call, counted against the cores
+# with every other call's (see _copy.pyx, "how many threads"): team_enter sizes a team for the
+# engine's thread argument `nthreads` and work for `most` threads (`counts`: the call runs
+# without the GIL); a worker asks team_yields before claiming more work and stops when it says
+# so; team_leave hands the count back once the team is done.
+ctypedef struct Team:
+    int size
+    int budgeted
+    int64_t counted
+cdef int team_enter(Team* T, int nthreads, int64_t most, bint counts) noexcept nogil
+cdef bint team_yields(Team* T) noexcept nogil
+cdef void team_leave(Team* T) noexcept nogil
 # default_threads: the default team (OpenMP's default, at most the cores of this process).
 cdef int default_threads() noexcept nogil
-cdef void team_leave(int claimed) noexcept nogil

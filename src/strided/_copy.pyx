@@ -21,7 +21,9 @@ from strided._core cimport (
     c_physical_order, c_shares, c_size, check_byte_span, default_max_work, load_pair,
     load_strides, raise_too_hard, sort_by, tuple_of,
 )
-from strided._openmp cimport STRIDED_OPENMP_ENABLED, strided_omp_max_threads
+from strided._openmp cimport (
+    STRIDED_OPENMP_ENABLED, strided_omp_max_threads, strided_omp_thread_num,
+)
 
 import os
 
@@ -95,6 +97,11 @@ ctypedef struct CopyPlan:
     int64_t n[MAX_NDIM]
     int64_t ds[MAX_NDIM]
     int64_t ss[MAX_NDIM]
+
+
+# Team (declared in _copy.pxd): size, the threads a team was started with; budgeted, 1 for a
+# default-sized team, whose workers give their core back (team_yields); counted, its threads
+# counted in the process-wide count now (workers that give their core back subtract theirs).
 
 
 # Tuning, in bytes (set by _tune for experiments; the defaults were measured on this project's
@@ -512,9 +519,10 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
 
 
 cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead,
-                     int64_t* next, int64_t chunk) noexcept nogil:
+                     int64_t* next, int64_t chunk, Team* T) noexcept nogil:
     """Inside a parallel region: claim chunks of ``chunk`` consecutive blocks from the team's
-    counter ``next`` and run them, until none is left.
+    counter ``next`` and run them, until none is left, or until this worker gives its core
+    back to another call (team_yields).
 
     Not a fixed share per thread: on a machine where another process, or another library's
     OpenMP threads still spinning after their own work, holds a core, the thread that runs
@@ -522,7 +530,10 @@ cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead
     range of blocks: a chunk starts and ends its stitched strips like a share did.)
     """
     cdef int64_t lo
+    cdef bint worker = strided_omp_thread_num() != 0
     while True:
+        if worker and team_yields(T):
+            return
         lo = st_claim(next, chunk)
         if lo >= P.items:
             return
@@ -533,79 +544,126 @@ cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) 
     """Run a plan: on one thread below P.thread_bytes of work per thread, else on a team
     (``nthreads``: the engine's thread argument, see copy_threads; team_enter sizes it)."""
     cdef int64_t useful = P.nbytes // P.thread_bytes
-    cdef int nt, claimed
+    cdef int nt
+    cdef Team T
     cdef int64_t lead = 0, next = 0, chunk
     dst += P.dst_shift
     src += P.src_shift
     if P.align and <uintptr_t>dst % P.unit == 0:
         # columns before the first line boundary (rows share it: _lines_agree)
         lead = ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
-    nt = team_enter(nthreads, min(useful, P.items), &claimed)
+    nt = team_enter(&T, nthreads, min(useful, P.items), P.nbytes >= _NOGIL_BYTES)
     if nt <= 1:
         _run_blocks(P, dst, src, 0, P.items, lead)
     else:
         chunk = max(<int64_t>1, P.items // (nt * P.chunks_per_thread))
         with parallel(num_threads=nt):
-            _run_share(P, dst, src, lead, &next, chunk)
-    team_leave(claimed)
+            _run_share(P, dst, src, lead, &next, chunk, &T)
+    team_leave(&T)
 
 
 # ---- how many threads: one budget of cores for every call running at once --------------------
 # Several Python threads may copy at once (a data loader's threads, a server's requests). Each
 # call asking for the default team would otherwise start OpenMP's default number of threads,
-# and N callers would run N times the cores. So the teams running now are counted, process-wide
-# (both engines share this count), and a call with the default thread count takes at most the
-# cores the others leave free, at least its own thread. An explicit num_threads is honoured
-# exactly (a benchmark asks for what it measures), and counted, so that default calls make
+# and N callers would run N times the cores. So the threads of the calls running now are
+# counted, process-wide (both engines share this count): each call that runs without the GIL
+# counts its own thread, and a team its workers too. A call with the default thread count
+# starts a team of at most the cores the others leave free (at least its own thread), and
+# when a later call needs a core that an earlier default team holds, a worker of that team
+# gives it back before claiming its next chunk (team_yields): the count comes back within the
+# cores after at most a chunk of work, whoever came first. An explicit num_threads is honoured
+# exactly (a benchmark asks for what it measures), and counted, so that default teams make
 # room for it.
 
 cdef extern from *:
     """
-    static int64_t st_busy_threads = 0;   /* threads of strided's teams running now */
+    static int64_t st_busy_threads = 0;   /* threads of strided's calls running now */
+    #if defined(__GNUC__) || defined(__clang__)
     static inline int64_t st_busy_add(int64_t n)
     {
-    #if defined(__GNUC__) || defined(__clang__)
         return __atomic_add_fetch(&st_busy_threads, n, __ATOMIC_RELAXED);
+    }
+    static inline int64_t st_busy_now(void)
+    {
+        return __atomic_load_n(&st_busy_threads, __ATOMIC_RELAXED);
+    }
+    static inline int64_t st_team_sub(int64_t *counted)
+    {
+        return __atomic_sub_fetch(counted, 1, __ATOMIC_RELAXED);
+    }
     #else
+    static inline int64_t st_busy_add(int64_t n)
+    {
         int64_t now;
     #pragma omp atomic capture
         { st_busy_threads += n; now = st_busy_threads; }
         return now;
-    #endif
     }
+    static inline int64_t st_busy_now(void)
+    {
+        int64_t now;
+    #pragma omp atomic read
+        now = st_busy_threads;
+        return now;
+    }
+    static inline int64_t st_team_sub(int64_t *counted)
+    {
+        int64_t now;
+    #pragma omp atomic capture
+        { *counted -= 1; now = *counted; }
+        return now;
+    }
+    #endif
     """
     int64_t st_busy_add(int64_t n) noexcept nogil
+    int64_t st_busy_now() noexcept nogil
+    int64_t st_team_sub(int64_t* counted) noexcept nogil
 
 
-cdef int team_enter(int nthreads, int64_t most, int* claimed) noexcept nogil:
-    """The size of a team for ``nthreads`` (the engine's thread argument: 0 means the default,
-    see copy_threads) and work enough for ``most`` threads: 1 for serial work (nothing
-    counted), ``nthreads`` when given, else the default bounded by the cores that the teams
-    running now leave free (at least 1). ``*claimed``: the threads now counted, to hand back to
+cdef int team_enter(Team* T, int nthreads, int64_t most, bint counts) noexcept nogil:
+    """Size a team (returned, and in T.size) for ``nthreads`` (the engine's thread argument: 0
+    means the default, see copy_threads) and work enough for ``most`` threads: 1 for serial
+    work; ``nthreads`` when given; else the default, bounded by the cores that the calls
+    running now leave free (at least 1). ``counts``: the call runs without the GIL, long
+    enough to count its threads against the cores (a team always counts). Hand T to
     team_leave when the team is done."""
     cdef int want = nthreads if nthreads > 0 else default_threads()
-    cdef int64_t busy, free
-    claimed[0] = 0
+    cdef int64_t busy
+    T.counted = 0
+    T.budgeted = 0
     if most < want:
         want = <int>max(<int64_t>1, most)
-    if want <= 1 or not STRIDED_OPENMP_ENABLED or st_forked_child:
+    if not STRIDED_OPENMP_ENABLED or st_forked_child:
+        want = 1
+    T.size = want
+    if want <= 1 and not counts:
         return 1
-    busy = st_busy_add(want) - want   # the other teams' threads
-    claimed[0] = want
-    if nthreads > 0:
-        return want
-    free = _CORES - busy
-    if free < want:
-        free = max(<int64_t>1, free)
-        st_busy_add(free - want)
-        claimed[0] = <int>free
-    return claimed[0]
+    busy = st_busy_add(want) - want   # the other calls' threads
+    T.counted = want
+    if nthreads == 0 and want > 1 and busy + want > _CORES:
+        T.size = <int>max(<int64_t>1, min(<int64_t>want, _CORES - busy))
+        st_busy_add(T.size - want)
+        T.counted = T.size
+    T.budgeted = nthreads == 0 and T.size > 1
+    return T.size
 
 
-cdef void team_leave(int claimed) noexcept nogil:
-    """Hand back the threads team_enter counted."""
-    if claimed:
-        st_busy_add(-claimed)
+cdef bint team_yields(Team* T) noexcept nogil:
+    """For a worker (not the calling thread) of a team, before it claims more work: whether it
+    gives its core back now (it then stops claiming; the others finish the copy), because the
+    threads counted exceed the cores and its team took the default size."""
+    if not T.budgeted or st_busy_now() <= _CORES:
+        return False
+    st_team_sub(&T.counted)
+    st_busy_add(-1)
+    return True
+
+
+cdef void team_leave(Team* T) noexcept nogil:
+    """Hand back the threads team_enter counted (less those that gave their core back)."""
+    if T.counted:
+        st_busy_add(-T.counted)
+        T.counted = 0
 
 
 def _busy_threads():
@@ -614,16 +672,33 @@ def _busy_threads():
 
 
 def _team(num_threads=None, most=1 << 30):
-    """``(team size, claimed)``: what a copy with ``num_threads`` and work for ``most`` threads
-    would run on now, its threads left counted until ``_team_leave(claimed)``. For tests."""
-    cdef int claimed
-    cdef int nt = team_enter(copy_threads(num_threads), as_int64(most, "most"), &claimed)
-    return nt, claimed
+    """``(team size, counted)``: what a copy without the GIL, with ``num_threads`` and work
+    for ``most`` threads, would run on now; its threads stay counted until
+    ``_team_leave(counted)``. For tests."""
+    cdef Team T
+    team_enter(&T, copy_threads(num_threads), as_int64(most, "most"), True)
+    return T.size, T.counted
 
 
-def _team_leave(claimed):
+def _team_leave(counted):
     """Hand back what ``_team`` counted. For tests."""
-    team_leave(<int>as_int64(claimed, "claimed"))
+    cdef Team T
+    T.counted = as_int64(counted, "counted")
+    team_leave(&T)
+
+
+def _team_yields(num_threads=None, later=1):
+    """Whether a worker of the team that ``_team(num_threads)`` would start now gives its core
+    back once a later call counts ``later`` threads (all counts are handed back). For tests."""
+    cdef Team T
+    cdef bint gives
+    cdef int64_t n = as_int64(later, "later")
+    team_enter(&T, copy_threads(num_threads), 1 << 30, True)
+    st_busy_add(n)
+    gives = team_yields(&T)
+    st_busy_add(-n)
+    team_leave(&T)
+    return bool(gives)
 
 
 def _cores():
