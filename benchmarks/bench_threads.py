@@ -45,30 +45,48 @@ def _shape(mib: int) -> tuple[int, int, int, int]:
     return n, 64, hw // w, w
 
 
-def _two_callers(work: Callable[[int], None]) -> float:
-    """Seconds for two threads each running work(i), started together."""
-    barrier = threading.Barrier(3)
-    done = []
+class _Callers:
+    """Python threads that live through the whole benchmark: each round, all run their work
+    at once, released together by a barrier, so that starting a thread (about 100 us) is not
+    timed."""
 
-    def run(i: int) -> None:
-        barrier.wait()
+    def __init__(self, n: int) -> None:
+        self.work: Callable[[int], None] = lambda i: None
+        self.start = threading.Barrier(n + 1)
+        self.done = threading.Barrier(n + 1)
+        self.stop = False
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                        for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def _run(self, i: int) -> None:
+        while True:
+            self.start.wait()
+            if self.stop:
+                return
+            self.work(i)
+            self.done.wait()
+
+    def time(self, work: Callable[[int], None]) -> float:
+        """Seconds from releasing the threads to all being done with ``work``."""
+        self.work = work
+        t0 = time.perf_counter()
+        self.start.wait()
+        self.done.wait()
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.stop = True
+        self.start.wait()
+        for t in self.threads:
+            t.join()
+
+
+def _one_caller(work: Callable[[int], None], n: int) -> float:
+    start = time.perf_counter()
+    for i in range(n):
         work(i)
-        done.append(time.perf_counter())
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in threads:
-        t.join()
-    return max(done) - start
-
-
-def _one_caller(work: Callable[[int], None]) -> float:
-    start = time.perf_counter()
-    work(0)
-    work(1)
     return time.perf_counter() - start
 
 
@@ -76,22 +94,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=64, help="MiB of each copy's source")
     parser.add_argument("--rounds", type=int, default=15, help="rounds (medians are printed)")
+    parser.add_argument("--callers", type=int, default=2, help="Python threads (default 2)")
     args = parser.parse_args(argv)
+    k = args.callers
     cores = _copy._cores()
     shape = _shape(args.mib)
     rng = np.random.default_rng(0)
-    srcs = [rng.random(shape, dtype=np.float32) for _ in range(2)]
+    srcs = [rng.random(shape, dtype=np.float32) for _ in range(k)]
     dsts = [np.empty((shape[0], shape[2], shape[3], shape[1]), np.float32).transpose(0, 3, 1, 2)
-            for _ in range(2)]
+            for _ in range(k)]
 
     def copy(num_threads: int | None) -> Callable[[int], None]:
         return lambda i: st.copyto(dsts[i], srcs[i], num_threads=num_threads)
 
+    callers = _Callers(k)
     ways: dict[str, Callable[[], float]] = {
-        "strided, one caller, both (default threads)": lambda: _one_caller(copy(None)),
-        "strided, two callers, default threads": lambda: _two_callers(copy(None)),
-        f"strided, two callers, {cores} threads each": lambda: _two_callers(copy(cores)),
-        "strided, two callers, 1 thread each": lambda: _two_callers(copy(1)),
+        f"strided, one caller, all {k} (default threads)": lambda: _one_caller(copy(None), k),
+        f"strided, {k} callers, default threads": lambda: callers.time(copy(None)),
+        f"strided, {k} callers, {cores} threads each": lambda: callers.time(copy(cores)),
+        f"strided, {k} callers, 1 thread each": lambda: callers.time(copy(1)),
     }
     try:
         import torch
@@ -100,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     if torch is not None:
         tsrcs = [torch.from_numpy(s) for s in srcs]
         tdsts = [torch.empty(shape, dtype=torch.float32, memory_format=torch.channels_last)
-                 for _ in range(2)]
+                 for _ in range(k)]
 
         def torch_copy(i: int) -> None:
             tdsts[i].copy_(tsrcs[i])
 
-        ways["torch copy_, one caller, both"] = lambda: _one_caller(torch_copy)
-        ways["torch copy_, two callers"] = lambda: _two_callers(torch_copy)
+        ways[f"torch copy_, one caller, all {k}"] = lambda: _one_caller(torch_copy, k)
+        ways[f"torch copy_, {k} callers"] = lambda: callers.time(torch_copy)
     for way in ways.values():       # first touch of every page, lazy imports
         way()
     times: dict[str, list[float]] = {name: [] for name in ways}
@@ -114,12 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         names = list(ways) if r % 2 == 0 else list(ways)[::-1]
         for name in names:
             times[name].append(ways[name]())
-    for i in range(2):
+    callers.close()
+    for i in range(k):
         assert np.array_equal(dsts[i], srcs[i])
     threads_note = f", torch {torch.get_num_threads()} intra-op threads" if torch else ""
-    print(f"CPU: {cpu_model()}; {cores} cores; 2 copies of float32 NCHW -> NHWC {shape} "
+    print(f"CPU: {cpu_model()}; {cores} cores; {k} copies of float32 NCHW -> NHWC {shape} "
           f"({args.mib} MiB each); median of {args.rounds} rounds{threads_note}\n")
-    print("| way | ms (both copies) | vs one caller |")
+    print(f"| way | ms (all {k} copies) | vs one caller |")
     print("|---|--:|--:|")
     base = statistics.median(times[next(iter(ways))])
     for name, ts in times.items():
