@@ -125,8 +125,20 @@ _WIDE_CODES = frozenset(_CODES[n] for n in _WIDE_SOURCES)
 def check_pair(dst_type, src_type, affine=False):
     """Raise TypeError when the engine does not convert ``src_type`` to ``dst_type`` (with the
     affine step when ``affine``); return None otherwise."""
+    key = (dst_type, src_type, bool(affine))
+    if type(dst_type) is str and type(src_type) is str and key in _PAIRS:
+        return
     _type_code(dst_type, "dst_type")
     _type_code(src_type, "src_type")
+    _check_pair(dst_type, src_type, affine)
+    _PAIRS.add(key)
+
+
+# (dst, src, affine) of pairs check_pair accepted: every converting call asks
+cdef set _PAIRS = set()
+
+
+cdef int _check_pair(str dst_type, str src_type, bint affine) except -1:
     if src_type in _COMPLEX and dst_type not in _COMPLEX:
         raise TypeError(f"cannot convert {src_type} to {dst_type}: strided does not discard "
                         f"imaginary parts (take .real first)")
@@ -136,6 +148,7 @@ def check_pair(dst_type, src_type, affine=False):
     if affine and dst_type == "bool":
         raise TypeError(f"scale/shift cannot produce a bool destination ({src_type} -> bool): "
                         f"compare the values instead")
+    return 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -948,6 +961,21 @@ def can_cast(src_type, dst_type, casting):
     float32, float64 and the complex types, as ml_dtypes registers it; among the floats it is
     same_kind both ways (torch's rule; ml_dtypes refuses bfloat16 -> float16 as same_kind).
     """
+    if type(src_type) is str and type(dst_type) is str and type(casting) is str:
+        answer = _CAN_CAST.get((src_type, dst_type, casting))
+        if answer is not None:
+            return answer
+    answer = _can_cast(src_type, dst_type, casting)
+    _CAN_CAST[(src_type, dst_type, casting)] = answer
+    return answer
+
+
+# (src, dst, casting) -> can_cast's answer: every converting call asks (a few us of string
+# rules each time); at most 15 x 15 x 5 entries, each written once with the same value
+cdef dict _CAN_CAST = {}
+
+
+cdef bint _can_cast(object src_type, object dst_type, object casting) except -1:
     _type_code(src_type, "src_type")
     _type_code(dst_type, "dst_type")
     if casting not in CASTINGS:
