@@ -540,6 +540,14 @@ cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead
         _run_blocks(P, dst, src, lo, min(lo + chunk, P.items), lead)
 
 
+cdef inline int64_t _lead(const CopyPlan* P, const char* dst) noexcept nogil:
+    """Columns before the destination's first line boundary, for P.align plans (rows share
+    it: _lines_agree)."""
+    if <uintptr_t>dst % P.unit:
+        return 0
+    return ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
+
+
 cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
     """Run a plan: on one thread below P.thread_bytes of work per thread, else on a team
     (``nthreads``: the engine's thread argument, see copy_threads; team_enter sizes it)."""
@@ -549,9 +557,11 @@ cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) 
     cdef int64_t lead = 0, next = 0, chunk
     dst += P.dst_shift
     src += P.src_shift
-    if P.align and <uintptr_t>dst % P.unit == 0:
-        # columns before the first line boundary (rows share it: _lines_agree)
-        lead = ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
+    if nthreads == 1 and P.nbytes < _NOGIL_BYTES:   # a small copy with the GIL: no team
+        _run_blocks(P, dst, src, 0, P.items, 0 if not P.align else _lead(P, dst))
+        return
+    if P.align:
+        lead = _lead(P, dst)
     nt = team_enter(&T, nthreads, min(useful, P.items), P.nbytes >= _NOGIL_BYTES)
     if nt <= 1:
         _run_blocks(P, dst, src, 0, P.items, lead)

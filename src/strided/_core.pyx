@@ -1303,10 +1303,18 @@ def load_parameter(value, name):
 
 
 cdef bint _is_masked(object value) except -1:
-    """A masked array (numpy.ma's, or any with a mask and filled()). getattr with a default:
-    Cython reads it without raising (and formatting) an AttributeError for the others."""
-    return (getattr(value, "mask", None) is not None
-            and getattr(value, "filled", None) is not None)
+    """A masked array (numpy.ma's, or any whose type has a mask and filled()), by its type,
+    asked once per type (_MASKED_TYPES; a lookup that fails costs an AttributeError)."""
+    tp = type(value)
+    masked = _MASKED_TYPES.get(tp)
+    if masked is None:
+        masked = hasattr(tp, "mask") and hasattr(tp, "filled")
+        _MASKED_TYPES[tp] = masked
+    return masked
+
+
+# type -> whether its instances are masked arrays (types seen as parameters: a handful)
+cdef dict _MASKED_TYPES = {}
 
 
 cdef object _float_buffer(object value, str name):

@@ -173,11 +173,11 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     # Every argument but the two arrays is read before either: reading them may run the
     # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
     # whose address had already been taken. Plain arguments run none (the common call, first).
-    plain = (casting is _SAME_KIND and scale is None and shift is None and axis is None
-             and (num_threads is None or type(num_threads) is int))
-    if plain and _copyto_arrays(dst, src, num_threads):
+    # Plain arguments run none: the fast path declines any others before reading them.
+    if _copyto_arrays(dst, src, num_threads, casting, scale, shift, axis):
         return
     conversion = Conversion(casting, scale, shift, axis)
+    plain = casting is _SAME_KIND and (num_threads is None or type(num_threads) is int)
     num_threads = _copy.threads_argument(num_threads)
     if (not plain and not conversion.affine and conversion.axis is None
             and _copyto_arrays(dst, src, num_threads)):
@@ -193,27 +193,30 @@ class Conversion:
     into plain values (a casting name of strided's own, None, floats or tuples of floats, an
     int axis) when it is made, so that nothing read later runs the caller's code."""
 
-    __slots__ = ("axis", "casting", "scale", "shift")
+    __slots__ = ("affine", "axis", "casting", "scale", "shift")
 
     def __init__(self, casting: Any = "same_kind", scale: Any = None, shift: Any = None,
                  axis: Any = None) -> None:
-        self.casting = _casting_name(casting)
-        self.scale = _core.load_parameter(scale, "scale")
-        self.shift = _core.load_parameter(shift, "shift")
+        # (a converting copy's fixed cost: no call where a lookup does)
+        name = _CASTINGS.get(casting) if type(casting) is str else None
+        self.casting = _casting_name(casting) if name is None else name
+        self.scale = scale = _core.load_parameter(scale, "scale")
+        self.shift = shift = _core.load_parameter(shift, "shift")
         self.axis = None if axis is None else _core.as_int(axis, "axis")
-
-    @property
-    def affine(self) -> bool:
-        return self.scale is not None or self.shift is not None
+        self.affine = scale is not None or shift is not None
 
 
 def _casting_name(casting: Any) -> str:
     """``casting`` as one of strided's own strings (a str subclass is read once, here)."""
-    name = str.__str__(casting) if isinstance(casting, str) else None
-    if name not in _CASTINGS:
+    if type(casting) is not str:
+        casting_str = str.__str__(casting) if isinstance(casting, str) else None
+        name = _CASTINGS.get(casting_str) if casting_str is not None else None
+    else:
+        name = _CASTINGS.get(casting)
+    if name is None:
         raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
                          f"got {casting!r}")
-    return _CASTINGS[name]
+    return name
 
 
 _CASTINGS = {name: name for name in _convert.CASTINGS}

@@ -2,7 +2,15 @@
 
 from strided.layout import Layout
 
-def copyto_arrays(dst: object, src: object, num_threads: int | None = None) -> bool: ...
+def copyto_arrays(
+    dst: object,
+    src: object,
+    num_threads: int | None = None,
+    casting: str = "same_kind",
+    scale: object = None,
+    shift: object = None,
+    axis: object = None,
+) -> bool: ...
 def convert_arrays(
     dst: object,
     src: object,

@@ -21,6 +21,8 @@ from strided.interop._tensor cimport copy_tensors
 # Private aliases: the module's public names are those of its stub (_ndarray.pyi).
 from strided._convert import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
 from strided._convert import can_cast, check_pair
+
+import sys
 from strided._copy import copyto_buffers
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
@@ -96,20 +98,27 @@ cdef extern from *:
 
 st_numpy_import()
 
+# copyto's default casting: the one interned str (identifier-like literals are interned), so
+# `is` tells it; an equal str that is another object just takes the slow path
+cdef object _SAME_KIND = sys.intern("same_kind")
 
-def copyto_arrays(dst, src, num_threads=None):
+
+def copyto_arrays(dst, src, num_threads=None, casting="same_kind", scale=None, shift=None,
+                  axis=None):
     """Copy ``src`` into ``dst`` when both are plain numpy arrays, plain CPU torch tensors
-    (``_tensor``) or buffer-protocol objects.
+    (``_tensor``) or buffer-protocol objects, and the other arguments are those of a plain
+    copy: :func:`strided.copyto`'s defaults, or an int ``num_threads``.
 
     The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
     False, having written nothing, whenever it cannot decide alone (see
     ``_copy.copyto_buffers``): the caller then takes the slow path, which explains the refusal.
-    Only a bad ``num_threads`` raises here.
+    Only a bad ``num_threads`` raises here. No argument it takes runs the caller's code (any
+    other than these plain ones is declined before it is read).
 
     The arrays stay referenced by the caller during the copy, so numpy refuses to resize them
     (``ndarray.resize`` checks references) while the core runs without the GIL.
     """
-    cdef int nthreads = copy_threads(num_threads)
+    cdef int nthreads
     cdef int i, nd
     cdef int64_t count = 1, itemsize
     cdef int64_t sizes[MAX_NDIM]
@@ -119,6 +128,10 @@ def copyto_arrays(dst, src, num_threads=None):
     cdef npy_intp* src_dims
     cdef npy_intp* dstr
     cdef npy_intp* sstr
+    if not (casting is _SAME_KIND and scale is None and shift is None and axis is None
+            and (num_threads is None or type(num_threads) is int)):
+        return False
+    nthreads = copy_threads(num_threads)
     if not st_plain_pair(dst, src) or st_ndim(dst) > MAX_NDIM:
         if copy_tensors(dst, src, nthreads):
             return True
