@@ -927,8 +927,11 @@ def test_copyto_arrays_validates_num_threads_first():
     dst = np.zeros(3)
     with pytest.raises(ValueError, match="num_threads must be >= 1"):
         _ndarray.copyto_arrays(dst, np.ones(3), 0)
+    # a num_threads that is not an int is not a plain copy's: declined unread (it could run the
+    # caller's code), and the checked path names it
+    assert _ndarray.copyto_arrays(dst, np.ones(3), 1.5) is False
     with pytest.raises(TypeError, match="num_threads"):
-        _ndarray.copyto_arrays(dst, np.ones(3), 1.5)
+        strided.copyto(dst, np.ones(3), num_threads=1.5)
     assert (dst == 0).all()
 
 
