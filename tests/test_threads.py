@@ -199,6 +199,18 @@ def test_a_default_team_gives_cores_back_to_later_calls():
     assert _copy._busy_threads() == 0
 
 
+def test_a_worker_that_gave_its_core_back_takes_one_again_when_free():
+    """The earlier call's worker naps while the later call runs, and claims work again once
+    a core is free, so the call that ends last runs its tail on all the cores; it stops when
+    every block is claimed."""
+    if not st.openmp_enabled() or _copy.resolve_threads(None) < 2:
+        pytest.skip("no team to give a core back")
+    later = _copy._cores() - _copy.resolve_threads(None) + 1    # just past the cores
+    gives, early, late, same_count, keeps, stops = _copy._team_rejoins(later)
+    assert gives and not early and late and same_count and keeps and stops
+    assert _copy._busy_threads() == 0
+
+
 def test_teams_are_handed_back_after_every_route():
     """Copies, conversions, staged and shifted routes leave nothing counted."""
     x = np.arange(1 << 20, dtype=np.float32).reshape(64, 128, 128)

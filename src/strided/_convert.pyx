@@ -31,7 +31,7 @@ from cython.parallel cimport prange
 
 from strided._copy cimport (
     Team, block_problem, copy_elements, copy_threads, default_threads, simd_level, streams,
-    team_enter, team_leave, team_yields, transpose_block,
+    team_enter, team_keeps, team_leave, transpose_block,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -490,7 +490,7 @@ cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t*
     / bfloat16 NHWC at 64 MiB and the int8 NCHW32 quantize unchanged (1.00-1.02x)."""
     cdef int64_t lo
     while True:
-        if worker and team_yields(T):   # another call needs this core (_copy.team_yields)
+        if worker and not team_keeps(T, next, P.items):   # cores shared: _copy.team_keeps
             return
         lo = st_claim(next, chunk)
         if lo >= P.items:

@@ -31,14 +31,17 @@ cdef int block_problem(int d, int64_t* n, int64_t* ds, int64_t* ss, int64_t* ps,
 # Team, team_enter, team_yields, team_leave: the threads of a call, counted against the cores
 # with every other call's (see _copy.pyx, "how many threads"): team_enter sizes a team for the
 # engine's thread argument `nthreads` and work for `most` threads (`counts`: the call runs
-# without the GIL); a worker asks team_yields before claiming more work and stops when it says
-# so; team_leave hands the count back once the team is done.
+# without the GIL); a worker asks team_keeps before claiming more work from its team's counter
+# (team_yields: whether it gives its core back; team_keeps also waits for a core to come free
+# while work is left) and stops when it says so; team_leave hands the count back once the team
+# is done.
 ctypedef struct Team:
     int size
     int budgeted
     int64_t counted
 cdef int team_enter(Team* T, int nthreads, int64_t most, bint counts) noexcept nogil
 cdef bint team_yields(Team* T) noexcept nogil
+cdef bint team_keeps(Team* T, int64_t* next, int64_t items) noexcept nogil
 cdef void team_leave(Team* T) noexcept nogil
 # default_threads: the default team (OpenMP's default, at most the cores of this process).
 cdef int default_threads() noexcept nogil

@@ -71,6 +71,7 @@ cdef extern from "_kernels/copy_kernels.h":
                        Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
     void st_store_fence() noexcept nogil
     int64_t st_claim(int64_t* next, int64_t n) noexcept nogil
+    int64_t st_claimed(int64_t* next) noexcept nogil
     char* st_scratch() noexcept nogil
     int st_cpu_init() noexcept nogil
     int st_set_simd(int level) noexcept nogil
@@ -521,8 +522,8 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
 cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead,
                      int64_t* next, int64_t chunk, Team* T) noexcept nogil:
     """Inside a parallel region: claim chunks of ``chunk`` consecutive blocks from the team's
-    counter ``next`` and run them, until none is left, or until this worker gives its core
-    back to another call (team_yields).
+    counter ``next`` and run them, until none is left (a worker of a default team gives its
+    core to another call meanwhile, and takes it back when it is free: team_keeps).
 
     Not a fixed share per thread: on a machine where another process, or another library's
     OpenMP threads still spinning after their own work, holds a core, the thread that runs
@@ -532,7 +533,7 @@ cdef void _run_share(const CopyPlan* P, char* dst, const char* src, int64_t lead
     cdef int64_t lo
     cdef bint worker = strided_omp_thread_num() != 0
     while True:
-        if worker and team_yields(T):
+        if worker and not team_keeps(T, next, P.items):
             return
         lo = st_claim(next, chunk)
         if lo >= P.items:
@@ -581,7 +582,12 @@ cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) 
 # starts a team of at most the cores the others leave free (at least its own thread), and
 # when a later call needs a core that an earlier default team holds, a worker of that team
 # gives it back before claiming its next chunk (team_yields): the count comes back within the
-# cores after at most a chunk of work, whoever came first. An explicit num_threads is honoured
+# cores after at most a chunk of work, whoever came first. The worker that gave its core back
+# naps while its team has work left, and takes a core again as soon as one is free
+# (team_rejoins): when the later call ends first, the earlier one gets its cores back for the
+# rest of its copy instead of finishing on fewer threads than the machine has (two callers on 2
+# cores: the one that ends last would otherwise run its tail on one thread, beside an idle
+# core). An explicit num_threads is honoured
 # exactly (a benchmark asks for what it measures), and counted, so that default teams make
 # room for it.
 
@@ -600,6 +606,21 @@ cdef extern from *:
     static inline int64_t st_team_sub(int64_t *counted)
     {
         return __atomic_sub_fetch(counted, 1, __ATOMIC_RELAXED);
+    }
+    static inline int64_t st_team_add(int64_t *counted)
+    {
+        return __atomic_add_fetch(counted, 1, __ATOMIC_RELAXED);
+    }
+    /* Count one more thread if the count is below `cores` (exactly: no moment above it). */
+    static inline int st_busy_take(int64_t cores)
+    {
+        int64_t now = __atomic_load_n(&st_busy_threads, __ATOMIC_RELAXED);
+        while (now < cores) {
+            if (__atomic_compare_exchange_n(&st_busy_threads, &now, now + 1, 1,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return 1;
+        }
+        return 0;
     }
     #else
     static inline int64_t st_busy_add(int64_t n)
@@ -623,11 +644,49 @@ cdef extern from *:
         { *counted -= 1; now = *counted; }
         return now;
     }
+    static inline int64_t st_team_add(int64_t *counted)
+    {
+        int64_t now;
+    #pragma omp atomic capture
+        { *counted += 1; now = *counted; }
+        return now;
+    }
+    /* Count one more thread if the count is below `cores` (the count may pass it for an
+     * instant, between the add and the undo). */
+    static inline int st_busy_take(int64_t cores)
+    {
+        if (st_busy_add(1) <= cores)
+            return 1;
+        st_busy_add(-1);
+        return 0;
+    }
+    #endif
+    /* Sleep a moment: a worker waiting for a core. 50 us; on Windows, whose sleeps last a
+     * timer tick (~16 ms), the rest of the time slice is given to a thread ready to run. */
+    #ifdef _WIN32
+    #ifndef WIN32_LEAN_AND_MEAN
+    #define WIN32_LEAN_AND_MEAN
+    #endif
+    #ifndef NOMINMAX
+    #define NOMINMAX
+    #endif
+    #include <windows.h>
+    static inline void st_nap(void) { Sleep(0); }
+    #else
+    #include <time.h>
+    static inline void st_nap(void)
+    {
+        struct timespec t = {0, 50000};
+        nanosleep(&t, NULL);
+    }
     #endif
     """
     int64_t st_busy_add(int64_t n) noexcept nogil
     int64_t st_busy_now() noexcept nogil
     int64_t st_team_sub(int64_t* counted) noexcept nogil
+    int64_t st_team_add(int64_t* counted) noexcept nogil
+    bint st_busy_take(int64_t cores) noexcept nogil
+    void st_nap() noexcept nogil
 
 
 cdef int team_enter(Team* T, int nthreads, int64_t most, bint counts) noexcept nogil:
@@ -667,6 +726,30 @@ cdef bint team_yields(Team* T) noexcept nogil:
     st_team_sub(&T.counted)
     st_busy_add(-1)
     return True
+
+
+cdef bint team_rejoins(Team* T) noexcept nogil:
+    """For a worker that gave its core back (team_yields): take a core again if the threads
+    counted are below the cores now; counted by its team again when it does."""
+    if not st_busy_take(_CORES):
+        return False
+    st_team_add(&T.counted)
+    return True
+
+
+cdef bint team_keeps(Team* T, int64_t* next, int64_t items) noexcept nogil:
+    """For a worker (not the calling thread) of a team whose blocks are claimed from the
+    counter ``next`` (``items`` in all), before it claims more: whether it goes on. A worker
+    of a default-sized team gives its core back while the threads counted exceed the cores
+    (team_yields), then naps while blocks are left unclaimed, and goes on as soon as a core is
+    free again (team_rejoins); it stops when none is left."""
+    if not team_yields(T):
+        return True
+    while st_claimed(next) < items:
+        st_nap()
+        if team_rejoins(T):
+            return True
+    return False
 
 
 cdef void team_leave(Team* T) noexcept nogil:
@@ -709,6 +792,31 @@ def _team_yields(num_threads=None, later=1):
     st_busy_add(-n)
     team_leave(&T)
     return bool(gives)
+
+
+def _team_rejoins(later=1):
+    """A worker of the default team that ``_team()`` would start now, while a later call
+    counts ``later`` threads and after it ends: ``(gives its core back, takes one again while
+    the later call runs, takes one again after it, counted as it was, goes on claiming, stops
+    once every block is claimed while the cores are busy again)``. All counts are handed back.
+    For tests."""
+    cdef Team T
+    cdef int64_t n = as_int64(later, "later"), counted, claimed = 1
+    cdef bint gives, early, late, keeps, stops
+    team_enter(&T, 0, 1 << 30, True)
+    counted = T.counted
+    st_busy_add(n)
+    gives = team_yields(&T)
+    early = team_rejoins(&T)
+    st_busy_add(-n)
+    late = team_rejoins(&T)
+    counted = T.counted == counted
+    keeps = team_keeps(&T, &claimed, 2)
+    st_busy_add(n)
+    stops = not team_keeps(&T, &claimed, 1)
+    st_busy_add(-n)
+    team_leave(&T)
+    return bool(gives), bool(early), bool(late), bool(counted), bool(keeps), bool(stops)
 
 
 def _cores():

@@ -141,6 +141,19 @@ static inline int64_t st_claim(int64_t *next, int64_t n)
 #endif
 }
 
+/* How many items of the counter have been claimed (>= the total once none is left). */
+static inline int64_t st_claimed(int64_t *next)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(next, __ATOMIC_RELAXED);
+#else
+    int64_t now;
+#pragma omp atomic read
+    now = *next;
+    return now;
+#endif
+}
+
 /* Order this thread's streaming stores before whatever follows (the end of the copy). */
 static inline void st_store_fence(void)
 {
