@@ -103,6 +103,33 @@ st_numpy_import()
 cdef object _SAME_KIND = sys.intern("same_kind")
 
 
+cdef inline bint _elements(x, int nd, int64_t* sizes, int64_t* strides,
+                           int64_t* count) noexcept:
+    """Read the ``nd`` dims (at most MAX_NDIM) of ndarray ``x`` from numpy's array struct:
+    its shape into ``sizes``, its byte strides as element strides into ``strides``, its
+    element count into ``count``. False when a byte stride is not a whole number of items or
+    the itemsize is 0 (the checked path explains). Runs no Python code."""
+    cdef int i
+    cdef int64_t itemsize = st_itemsize(x)
+    cdef npy_intp* dims = st_dims(x)
+    cdef npy_intp* byte_strides = st_strides(x)
+    count[0] = 1
+    for i in range(nd):
+        # numpy keeps an array's element count inside npy_intp: no overflow here
+        sizes[i] = dims[i]
+        count[0] *= dims[i]
+        strides[i] = byte_strides[i]
+    return itemsize >= 1 and not c_element_strides(nd, sizes, strides, itemsize, count[0])
+
+
+cdef inline bint _same_sizes(int nd, const int64_t* a, const int64_t* b) noexcept:
+    cdef int i
+    for i in range(nd):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
 def copyto_arrays(dst, src, num_threads=None, casting="same_kind", scale=None, shift=None,
                   axis=None):
     """Copy ``src`` into ``dst`` when both are plain numpy arrays, plain CPU torch tensors
@@ -119,15 +146,12 @@ def copyto_arrays(dst, src, num_threads=None, casting="same_kind", scale=None, s
     (``ndarray.resize`` checks references) while the core runs without the GIL.
     """
     cdef int nthreads
-    cdef int i, nd
-    cdef int64_t count = 1, itemsize
+    cdef int nd
+    cdef int64_t count, src_count
     cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t src_sizes[MAX_NDIM]
     cdef int64_t dst_strides[MAX_NDIM]
     cdef int64_t src_strides[MAX_NDIM]
-    cdef npy_intp* dims
-    cdef npy_intp* src_dims
-    cdef npy_intp* dstr
-    cdef npy_intp* sstr
     if not (casting is _SAME_KIND and scale is None and shift is None and axis is None
             and (num_threads is None or type(num_threads) is int)):
         return False
@@ -137,24 +161,12 @@ def copyto_arrays(dst, src, num_threads=None, casting="same_kind", scale=None, s
             return True
         return copyto_buffers(dst, src, num_threads)
     nd = st_ndim(dst)
-    itemsize = st_itemsize(dst)
-    dims = st_dims(dst)
-    src_dims = st_dims(src)
-    dstr = st_strides(dst)
-    sstr = st_strides(src)
-    for i in range(nd):
-        if dims[i] != src_dims[i]:
-            return False    # no broadcasting; the slow path names the two shapes
-        # numpy keeps an array's element count inside npy_intp: no overflow here
-        sizes[i] = dims[i]
-        count *= dims[i]
-        dst_strides[i] = dstr[i]
-        src_strides[i] = sstr[i]
-    if (c_element_strides(nd, sizes, dst_strides, itemsize, count)
-            or c_element_strides(nd, sizes, src_strides, itemsize, count)):
-        return False
+    if not (_elements(dst, nd, sizes, dst_strides, &count)
+            and _elements(src, nd, src_sizes, src_strides, &src_count)
+            and _same_sizes(nd, sizes, src_sizes)):
+        return False    # no broadcasting, or strides of part items: the slow path explains
     return copy_elements(st_data(dst), st_data(src), nd, sizes, dst_strides, src_strides,
-                         itemsize, count, nthreads) == 0
+                         st_itemsize(dst), count, nthreads) == 0
 
 
 def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
@@ -174,13 +186,12 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     """
     cdef int nthreads = copy_threads(num_threads)
     cdef int i, nd, dst_code, src_code
-    cdef int64_t count = 1, length = 1, lo, hi
+    cdef int64_t count, src_count, length = 1, lo, hi
     cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t src_sizes[MAX_NDIM]
     cdef int64_t dst_strides[MAX_NDIM]
     cdef int64_t src_strides[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
-    cdef npy_intp* dims
-    cdef npy_intp* src_dims
     if not (st_exact_array(dst) and st_exact_array(src)) or not st_writeable(dst):
         return False
     if not (_loaded(scale) and _loaded(shift)):
@@ -198,19 +209,13 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
         check_pair(dst_type, src_type, scale is not None or shift is not None)
     except TypeError:
         return False
-    dims = st_dims(dst)
-    src_dims = st_dims(src)
+    if not (_elements(dst, nd, sizes, dst_strides, &count)
+            and _elements(src, nd, src_sizes, src_strides, &src_count)
+            and _same_sizes(nd, sizes, src_sizes)):
+        return False
     for i in range(nd):
-        if dims[i] != src_dims[i]:
-            return False
-        sizes[i] = dims[i]
-        count *= dims[i]
-        dst_strides[i] = st_strides(dst)[i]
-        src_strides[i] = st_strides(src)[i]
         par[i] = 0
-    if (c_element_strides(nd, sizes, dst_strides, st_itemsize(dst), count)
-            or c_element_strides(nd, sizes, src_strides, st_itemsize(src), count)
-            or byte_span_leaves_int64(nd, sizes, dst_strides, st_itemsize(dst), &lo, &hi)
+    if (byte_span_leaves_int64(nd, sizes, dst_strides, st_itemsize(dst), &lo, &hi)
             or byte_span_leaves_int64(nd, sizes, src_strides, st_itemsize(src), &lo, &hi)):
         return False
     if (count and not c_flags(nd, sizes, dst_strides) & FLAG_PACKED
@@ -266,27 +271,16 @@ def layout_of_array(x):
     The fast path of :func:`strided.layout_of`: the sizes and byte strides come from numpy's
     array struct, as in :func:`copyto_arrays`.
     """
-    cdef int i, nd
-    cdef int64_t count = 1, itemsize
+    cdef int nd
+    cdef int64_t count
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
-    cdef npy_intp* dims
-    cdef npy_intp* byte_strides
     if not st_exact_array(x):
         return layout_of_tensor(x)
     nd = st_ndim(x)
-    itemsize = st_itemsize(x)
-    if nd > MAX_NDIM or itemsize < 1:
+    if nd > MAX_NDIM or not _elements(x, nd, sizes, strides, &count):
         return None
-    dims = st_dims(x)
-    byte_strides = st_strides(x)
-    for i in range(nd):
-        sizes[i] = dims[i]
-        count *= dims[i]
-        strides[i] = byte_strides[i]
-    if c_element_strides(nd, sizes, strides, itemsize, count):
-        return None
-    return Layout._from_normalized(normalized(nd, sizes, strides, 0, itemsize))
+    return Layout._from_normalized(normalized(nd, sizes, strides, 0, st_itemsize(x)))
 
 
 def current_address(x, sizes, strides):
@@ -300,24 +294,14 @@ def current_address(x, sizes, strides):
     attributes) may have resized it (``ndarray.resize(refcheck=False)`` frees the memory).
     """
     cdef int i, nd
-    cdef int64_t count = 1, itemsize
+    cdef int64_t count
     cdef int64_t dims[MAX_NDIM]
     cdef int64_t st[MAX_NDIM]
-    cdef npy_intp* shape
-    cdef npy_intp* byte_strides
     if not st_any_array(x) or type(sizes) is not tuple or type(strides) is not tuple:
         return -1
     nd = st_ndim(x)
-    if nd != len(sizes) or nd != len(strides) or nd > MAX_NDIM:
-        return -1
-    itemsize = st_itemsize(x)
-    shape = st_dims(x)
-    byte_strides = st_strides(x)
-    for i in range(nd):
-        dims[i] = shape[i]
-        count *= shape[i]
-        st[i] = byte_strides[i]
-    if itemsize < 1 or c_element_strides(nd, dims, st, itemsize, count):
+    if (nd != len(sizes) or nd != len(strides) or nd > MAX_NDIM
+            or not _elements(x, nd, dims, st, &count)):
         return -1
     for i in range(nd):
         if dims[i] != sizes[i] or st[i] != strides[i]:
