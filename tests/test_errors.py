@@ -463,6 +463,10 @@ garbage = hst.recursive(
 )
 
 
+# hypothesis's recursive strategies keep their leaf count and caches per strategy object, not per
+# thread: four threads drawing from `garbage` at once replay inconsistently (FlakyFailure under
+# pytest-run-parallel, .ci/run section 7), so these two tests draw on one thread.
+@pytest.mark.thread_unsafe(reason="hypothesis recursive strategy state is shared")
 @given(garbage, garbage | hst.none(), garbage, garbage)
 def test_garbage_to_layout(sizes, strides, offset, itemsize):
     for call in (
@@ -483,6 +487,7 @@ def test_garbage_to_layout(sizes, strides, offset, itemsize):
             pass
 
 
+@pytest.mark.thread_unsafe(reason="hypothesis recursive strategy state is shared")
 @given(garbage)
 def test_garbage_to_layout_methods(arg):
     L = st.Layout((2, 3, 4), (12, -4, 1), offset=8)
