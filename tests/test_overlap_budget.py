@@ -379,3 +379,140 @@ def test_an_undecided_destination_is_refused_before_writing():
     assert not buf.any()
     st.copyto(dst, src)
     assert int(buf.sum()) == 8
+
+
+# ---- converting copies whose memory meets: the same routes, converting as they read -----------
+
+CONVERT_TYPES = ["uint8", "int16", "int32", "float16", "float32", "float64"]
+
+
+def typed_views(buf, sizes, dst_strides, src_strides, dst_offset, src_offset, dst_type,
+                src_type):
+    """dst and src as numpy views of two element types into one byte buffer."""
+    def at(offset, strides, dtype):
+        dtype = np.dtype(dtype)
+        return np.ndarray(sizes, dtype, buffer=buf, offset=offset,
+                          strides=[s * dtype.itemsize for s in strides])
+    return at(dst_offset, dst_strides, dst_type), at(src_offset, src_strides, src_type)
+
+
+def converted(src, dst_type, scale=None, shift=None, axis=None):
+    """The engine's conversion of ``src`` as it is now, into memory of its own (the routes
+    without shared memory are checked against numpy in test_convert.py)."""
+    out = np.empty(src.shape, dst_type)
+    st.copyto(out, src.copy(), casting="unsafe", scale=scale, shift=shift, axis=axis)
+    return out
+
+
+@settings(max_examples=300)
+@given(spec=layouts, other=layouts, dst_type=hs.sampled_from(CONVERT_TYPES),
+       src_type=hs.sampled_from(CONVERT_TYPES), shift=hs.integers(-40, 40), same=hs.booleans(),
+       buffer_bytes=hs.sampled_from([1, 24, 4096]), affine=hs.booleans())
+def test_conversions_whose_memory_meets_give_the_source_as_it_was(
+        spec, other, dst_type, src_type, shift, same, buffer_bytes, affine):
+    sizes, order, signs, pads = spec
+    dst_strides = strides_of(sizes, order, signs, pads)
+    if same:   # the same element strides at another address (items of two sizes)
+        src_strides = dst_strides
+    else:
+        _, order2, signs2, pads2 = other
+        order2 = [a for a in order2 if a < len(sizes)] + list(range(len(order2), len(sizes)))
+        src_strides = strides_of(sizes, order2[:len(sizes)],
+                                 (list(signs2) + [1] * 4)[:len(sizes)],
+                                 (list(pads2) + [0] * 4)[:len(sizes)])
+    dk, sk = np.dtype(dst_type).itemsize, np.dtype(src_type).itemsize
+    dlo, dhi = span_bytes(sizes, dst_strides, dk)
+    slo, shi = span_bytes(sizes, src_strides, sk)
+    base = 64 + max(-dlo, -slo) + abs(shift)
+    rng = np.random.default_rng(abs(shift))
+    buf = np.frombuffer(rng.bytes(base + max(dhi, shi) + 2 * abs(shift) + 64), np.uint8).copy()
+    dst, src = typed_views(buf, sizes, dst_strides, src_strides, base, base + shift, dst_type,
+                           src_type)
+    src[...] = rng.integers(-50, 50, sizes).astype(src_type)   # finite values, any bytes around
+    axis = len(sizes) - 1
+    scale = rng.uniform(0.5, 2, sizes[axis]).astype(np.float32) if affine else None
+    want = converted(src, dst_type, scale, 3.0 if affine else None, axis if affine else None)
+    before = buf.copy()
+    with overlap_tuning(buffer_bytes):
+        st.copyto(dst, src, casting="unsafe", scale=scale, shift=3.0 if affine else None,
+                  axis=axis if affine else None)
+    assert dst.tobytes() == want.tobytes()
+    touched = np.zeros(buf.size, bool)
+    for off in element_offsets(sizes, dst_strides):
+        touched[base + off * dk: base + (off + 1) * dk] = True
+    assert np.array_equal(buf[~touched], before[~touched])
+
+
+def in_place_cases(count):
+    """(name, dst, src) over one buffer: conversions a user does within one allocation."""
+    raw = np.empty(count * 8, np.uint8)
+    f32 = raw.view(np.float32)
+    f32[:] = np.arange(f32.size, dtype=np.float32) % 1000 - 500
+    n = int(np.sqrt(count))
+    return {
+        # the same bytes, another type of the same size
+        "float32 -> int32 in place": (raw.view(np.int32), f32),
+        # float32 values in the first half of a float64 buffer, widened over all of it
+        "float32 -> float64 widening in place": (raw.view(np.float64), f32[:count]),
+        # float64 values narrowed into the first half of their own buffer
+        "float64 -> float32 narrowing in place": (f32[:count], raw.view(np.float64)),
+        # a shift by 4 bytes with a widening
+        "int16 -> float32 shifted": (raw[4:4 + 4 * count].view(np.float32),
+                                     raw[:2 * count].view(np.int16)),
+        # an in-place transpose with a dtype change of the same item size
+        "float32 -> int32 transposed in place": (raw[:4 * n * n].view(np.int32).reshape(n, n),
+                                                 f32[:n * n].reshape(n, n).T),
+    }
+
+
+@pytest.mark.parametrize("case", list(in_place_cases(16)))
+def test_in_place_conversions_use_a_small_buffer(case):
+    count = 4 << 20   # 16 MiB of float32
+    st.copyto(*in_place_cases(64)[case], casting="unsafe")   # warm: plans, lazy imports
+    dst, src = in_place_cases(count)[case]
+    want = converted(src, dst.dtype)
+    with peak_traced() as traced:
+        st.copyto(dst, src, casting="unsafe")
+    assert dst.tobytes() == want.tobytes()
+    assert traced["peak"] < 2 << 20, traced   # the buffer and tiles, not a 16 MiB temporary
+
+
+def test_in_place_normalisation_with_per_channel_vectors():
+    # an HWC float32 image normalised in place, its channels' scale and shift per pixel
+    img = (np.arange(512 * 512 * 3, dtype=np.float32) % 251).reshape(512, 512, 3)
+    scale = np.array([1 / 58.4, 1 / 57.1, 1 / 57.4], np.float32)
+    shift = np.array([-2.1, -2.0, -1.8], np.float32)
+    want = converted(img, np.float32, scale, shift, axis=2)
+    with peak_traced() as traced:
+        st.copyto(img, img, scale=scale, shift=shift, axis=2)
+    assert img.tobytes() == want.tobytes()
+    assert traced["peak"] < 2 << 20, traced
+    # ... and into its own bytes as int16 planes' worth of a narrower type, shifted by a row
+    img = (np.arange(256 * 256 * 3, dtype=np.float32) % 251).reshape(256, 256, 3)
+    out = img.reshape(-1).view(np.int16)[256 * 3 * 2:256 * 3 * 2 + img.size].reshape(img.shape)
+    want = converted(img, np.int16, scale, shift, axis=2)
+    st.copyto(out, img, casting="unsafe", scale=scale, shift=shift, axis=2)
+    assert out.tobytes() == want.tobytes()
+
+
+def test_a_conversion_with_no_small_buffer_order_stages_the_whole_source():
+    m = (np.arange(512 * 512, dtype=np.float32) % 1000).reshape(512, 512)
+    want = converted(m.T[::-1], np.int32)
+    with peak_traced() as traced:
+        st.copyto(m.view(np.int32), m.T[::-1], casting="unsafe")
+    assert m.view(np.int32).tobytes() == want.tobytes()
+    assert traced["peak"] >= m.nbytes   # the whole source, staged before any write
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["float32 -> int32 in place",
+                                  "float32 -> float64 widening in place",
+                                  "float32 -> int32 transposed in place"])
+def test_in_place_conversions_of_512_mib_stay_bounded(case):
+    count = 128 << 20   # 512 MiB of float32
+    dst, src = in_place_cases(count)[case]
+    want = converted(src, dst.dtype)
+    with peak_traced() as traced:
+        st.copyto(dst, src, casting="unsafe")
+    assert dst.tobytes() == want.tobytes()
+    assert traced["peak"] < 2 << 20, traced

@@ -30,8 +30,8 @@ from libc.stdint cimport int64_t, intptr_t
 from cython.parallel cimport prange
 
 from strided._copy cimport (
-    Team, block_problem, copy_elements, copy_threads, default_threads, simd_level, streams,
-    team_enter, team_keeps, team_leave, transpose_block,
+    Reader, Team, block_problem, copy_elements, copy_overlapping, copy_threads, default_threads,
+    simd_level, streams, team_enter, team_keeps, team_leave, transpose_block,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -340,26 +340,45 @@ cdef inline int64_t _run_ps(const ConvertPlan* P) noexcept nogil:
     return P.pp if _source_order(P) else P.pq
 
 
-cdef int _unroll_period(ConvertPlan* P) except -1:
-    """When whole runs need per-row parameters (an image's channels are the source's
-    innermost dim), lay out the parameters of one column repeated to about _PERIOD_ITEMS
-    items, so the run converts with unit parameter strides."""
-    cdef int64_t reps, k, i, row = _run_row(P), ps = _run_ps(P)
-    P.period_scale = NULL
-    P.period_shift = NULL
-    P.period = 0
-    if not (_whole_runs(P) and ps != 0 and not P.outer_params and P.op.mode != ST_CVT_PLAIN):
+cdef int64_t _period_items(const ConvertPlan* P) noexcept nogil:
+    """Items of the unrolled parameter period a plan wants (0: none): when whole runs need
+    per-row parameters (an image's channels are the source's innermost dim), the parameters
+    of one column repeated to about _PERIOD_ITEMS items, so the run converts with unit
+    parameter strides."""
+    cdef int64_t row = _run_row(P)
+    if not (_whole_runs(P) and _run_ps(P) != 0 and not P.outer_params
+            and P.op.mode != ST_CVT_PLAIN):
         return 0
-    reps = max(<int64_t>1, _PERIOD_ITEMS // row)
-    P.period = reps * row
-    P.period_scale = <char*>PyMem_RawMalloc(<size_t>(2 * P.period * P.ct))
-    if P.period_scale == NULL:
-        raise MemoryError()
-    P.period_shift = P.period_scale + P.period * P.ct
-    for k in range(reps):
+    return max(<int64_t>1, _PERIOD_ITEMS // row) * row
+
+
+cdef void _fill_period(ConvertPlan* P, char* buffer, int64_t period) noexcept nogil:
+    """Lay out a period of ``period`` items (_period_items) in ``buffer`` (2 * period
+    compute-type items: the scales, then the shifts) and point the plan at it."""
+    cdef int64_t k, i, row = _run_row(P), ps = _run_ps(P)
+    P.period = period
+    P.period_scale = buffer
+    P.period_shift = buffer + period * P.ct
+    for k in range(period // row):
         for i in range(row):
             _put_ct(P, P.period_scale, k * row + i, P.scale + P.par_shift + i * ps * P.ct)
             _put_ct(P, P.period_shift, k * row + i, P.shift + P.par_shift + i * ps * P.ct)
+
+
+cdef int _unroll_period(ConvertPlan* P) except -1:
+    """Give the plan the period it wants (_period_items), in memory of its own (the caller
+    frees P.period_scale), or none."""
+    cdef int64_t period = _period_items(P)
+    cdef char* buffer
+    P.period_scale = NULL
+    P.period_shift = NULL
+    P.period = 0
+    if period == 0:
+        return 0
+    buffer = <char*>PyMem_RawMalloc(<size_t>(2 * period * P.ct))
+    if buffer == NULL:
+        raise MemoryError()
+    _fill_period(P, buffer, period)
     return 0
 
 
@@ -577,8 +596,9 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     itemsize(src_type)`` and written, converted (DESIGN.md §1 "Conversion"), as ``dst_type``
     at ``dst_address + dot(index, dst_strides) * itemsize(dst_type)``. Like ``memmove``, this
     trusts the caller that both lie in memory it owns (:func:`strided.copyto` checks that
-    first); when the two byte ranges intersect, the source is staged in a temporary first, so
-    the destination gets the converted values of the source as it was.
+    first); when the two share memory, the copy engine's overlap routes convert through a
+    small buffer where an order allows (a shift, an in-place transpose; else the whole source
+    is staged), so the destination gets the converted values of the source as it was.
 
     Parameters
     ----------
@@ -658,13 +678,10 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
-    cdef int64_t tmp_str[MAX_NDIM]
-    cdef int order[MAX_NDIM]
     cdef int64_t dlo, dhi, slo, shi, plo, phi
     cdef int i, most
     cdef ConvertPlan P
     cdef char* params = NULL
-    cdef char* staged = NULL
     cdef char* tiles = NULL
     cdef bint affine = scale is not None or shift is not None
     for i in range(nd):
@@ -688,26 +705,16 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
         _load_params(shift, "shift", length, P.ct, params + length * P.ct, False)
         if count == 0:
             return 0
+        P.scale = params
+        P.shift = params + length * P.ct
+        P.op.fused = st_cvt_fused(P.op.stype, P.op.dtype, P.op.mode, simd_level())
         byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
         byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
         if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
                 or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
-            # the byte ranges meet: convert from a packed copy of the source as it is now
-            staged = <char*>PyMem_RawMalloc(<size_t>(count * P.ssz))
-            if staged == NULL:
-                raise MemoryError(f"no memory for a {count * P.ssz}-byte copy of the source, "
-                                  f"which shares memory with the destination; nothing was "
-                                  f"written")
-            for i in range(nd):
-                order[i] = i
-            c_packed_strides(nd, sz, order, NULL, tmp_str)
-            copy_elements(staged, sptr, nd, sz, tmp_str, src, P.ssz, count, nthreads)
-            sptr = staged
-            for i in range(nd):
-                src[i] = tmp_str[i]
-        P.scale = params
-        P.shift = params + length * P.ct
-        P.op.fused = st_cvt_fused(P.op.stype, P.op.dtype, P.op.mode, simd_level())
+            # the byte ranges meet: the engine's overlap policy, converting as it reads
+            if _convert_overlapping(&P, dptr, sptr, nd, sz, dst, src, par, nthreads) == 0:
+                return 0
         P.nbytes = count * (P.dsz + P.ssz)
         _plan(&P, nd, sz, dst, src, par)
         if P.nbytes < _NOGIL_BYTES:
@@ -732,8 +739,84 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
             PyMem_RawFree(tiles)
     finally:
         PyMem_RawFree(params)
-        PyMem_RawFree(staged)
     return 0
+
+
+# ---- a source that shares memory with the destination ----------------------------------------
+# The copy engine's overlap policy (_copy.copy_overlapping: the exact decision, a shift through
+# a small buffer, an in-place transpose two tiles at a time, the whole source staged only for
+# the rest), with a Reader that converts each block of the source into the route's buffer of
+# destination items. Its tiles and parameter period are had before any byte is written.
+
+ctypedef struct _ReadCtx:
+    st_cvt_op op
+    int64_t dsz, ssz, ct
+    const char* scale
+    const char* shift
+    char* tiles
+    int64_t tile_bytes     # each thread's tile
+    int most               # threads the tiles are had for
+    char* period           # an unrolled parameter period (_fill_period) ...
+    int64_t period_items   # ... of at most this many items
+
+
+cdef void _read_converted(const void* ctx, char* tmp, const int64_t* tstr, const char* src,
+                          int nd, const int64_t* sizes, const int64_t* sstr, int64_t poff,
+                          const int64_t* pstr, int nthreads) noexcept nogil:
+    """A Reader's read: convert a block of the source into ``tmp`` (strides ``tstr``)."""
+    cdef const _ReadCtx* C = <const _ReadCtx*>ctx
+    cdef ConvertPlan Q
+    cdef int64_t zeros[MAX_NDIM]
+    cdef int64_t count = 1, tile, period
+    cdef int i, most
+    for i in range(nd):
+        count *= sizes[i]
+        zeros[i] = 0
+    Q.op = C.op
+    Q.dsz, Q.ssz, Q.ct = C.dsz, C.ssz, C.ct
+    Q.nbytes = count * (C.dsz + C.ssz)
+    _plan(&Q, nd, sizes, tstr, sstr, pstr if pstr != NULL else zeros)
+    Q.scale = C.scale + poff * C.ct
+    Q.shift = C.shift + poff * C.ct
+    most = 1 if Q.nbytes < _NOGIL_BYTES else min(_most_threads(&Q, nthreads), C.most)
+    tile = _tile_bytes(&Q)
+    if tile > C.tile_bytes:   # (only if _tune grew the tiles meanwhile) convert row by row
+        Q.kind = _ROWS
+        tile = 0
+    if tile > 0:
+        most = <int>min(<int64_t>most, C.tile_bytes // tile)
+    Q.period_scale = NULL
+    period = _period_items(&Q)
+    if 0 < period <= C.period_items:
+        _fill_period(&Q, C.period, period)
+    _execute(&Q, tmp, src, nthreads, most, C.tiles)
+
+
+cdef int _convert_overlapping(const ConvertPlan* P, char* dptr, const char* sptr, int nd,
+                              const int64_t* sz, const int64_t* dst, const int64_t* src,
+                              const int64_t* par, int nthreads) except -1:
+    """Convert through the overlap policy; 1 (nothing done) when the two share no byte."""
+    cdef _ReadCtx C
+    cdef Reader R
+    C.op = P.op
+    C.dsz, C.ssz, C.ct = P.dsz, P.ssz, P.ct
+    C.scale, C.shift = P.scale, P.shift
+    C.most = nthreads if nthreads > 0 else default_threads()
+    # the largest tile _plan sizes (see there): the room, or 16 rows of _TILE_COLUMNS
+    C.tile_bytes = max(_TILE_BYTES, _TILED_BYTES, 16 * _TILE_COLUMNS * max(P.dsz, P.ssz))
+    C.period_items = _PERIOD_ITEMS
+    C.tiles = <char*>PyMem_RawMalloc(<size_t>(C.most * C.tile_bytes))
+    C.period = <char*>PyMem_RawMalloc(<size_t>(2 * C.period_items * C.ct))
+    R.read = _read_converted
+    R.ctx = &C
+    R.dsz, R.ssz = P.dsz, P.ssz
+    try:
+        if C.tiles == NULL or C.period == NULL:
+            raise MemoryError("no memory for the conversion's tiles; nothing was written")
+        return copy_overlapping(dptr, sptr, nd, sz, dst, src, par, &R, nthreads)
+    finally:
+        PyMem_RawFree(C.tiles)
+        PyMem_RawFree(C.period)
 
 
 # ---- narrowing transposes through a chunk in the source's order ------------------------------

@@ -45,3 +45,22 @@ cdef bint team_keeps(Team* T, int64_t* next, int64_t items) noexcept nogil
 cdef void team_leave(Team* T) noexcept nogil
 # default_threads: the default team (OpenMP's default, at most the cores of this process).
 cdef int default_threads() noexcept nogil
+# Reader, copy_overlapping: the engine's one overlap policy (exact decision, then a shift through
+# a small buffer, an in-place transpose two tiles at a time, or the whole source staged; see
+# _copy.pyx), for both engines. A Reader says how a route reads a block of the source into its
+# packed buffer of destination items (dsz bytes each, from source items of ssz bytes): read
+# NULL copies (dsz == ssz); else read(ctx, tmp, tmp_strides, src, nd, sizes, src_strides, poff,
+# pstr, nthreads) converts, its parameters at element offset poff with strides pstr (NULL: none).
+# copy_overlapping returns 0 when it has done the call, 1 (nothing done) when the two layouts
+# share no byte (the caller runs its own plan). The routes' buffers are had before any write.
+ctypedef void (*read_fn)(const void* ctx, char* tmp, const int64_t* tstr, const char* src,
+                         int nd, const int64_t* sizes, const int64_t* sstr, int64_t poff,
+                         const int64_t* pstr, int nthreads) noexcept nogil
+ctypedef struct Reader:
+    read_fn read
+    const void* ctx
+    int64_t dsz
+    int64_t ssz
+cdef int copy_overlapping(char* dst, const char* src, int nd, const int64_t* sizes,
+                          const int64_t* dstr, const int64_t* sstr, const int64_t* pstr,
+                          const Reader* R, int nthreads) except -1

@@ -969,34 +969,60 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
 
     ``dlo..dhi`` and ``slo..shi`` are the element spans of the two layouts (c_span, element 0
     at 0). Precondition: both byte spans fit int64 and the destination does not overlap itself.
-    Layouts whose byte ranges meet but share no byte copy directly; a shift (the same strides
-    at another address) copies in memmove's order through a small buffer; only the rest stage
-    the whole source in a temporary.
+    Memory the two share goes through the engine's overlap routes (copy_overlapping).
     """
-    cdef int shared, a, b
-    cdef int64_t delta
-    if (dst + (dhi + 1) * itemsize <= src + slo * itemsize
+    cdef Reader R
+    if not (dst + (dhi + 1) * itemsize <= src + slo * itemsize
             or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
-        shared = 0
-    else:
-        delta = <int64_t>(<intptr_t>src - <intptr_t>dst)
-        with nogil:
-            shared = c_shares(nd, sizes, dstr, itemsize, nd, sizes, sstr, itemsize, delta,
-                              default_max_work())
-    if shared:   # undecided counts as shared: the buffered paths are right either way
-        if _same_strides(nd, sizes, dstr, sstr):
-            if dst != src:   # else the copy is the identity
-                _copy_shifted(dst, src, nd, sizes, dstr, itemsize, nthreads)
+        R.read = NULL
+        R.ctx = NULL
+        R.dsz = R.ssz = itemsize
+        if copy_overlapping(dst, src, nd, sizes, dstr, sstr, NULL, &R, nthreads) == 0:
             return 0
-        if dst == src and _swapped_pair(nd, sizes, dstr, sstr, &a, &b):
-            return _copy_swapped(dst, nd, sizes, dstr, sstr, itemsize, nthreads, a, b)
-        return _copy_staged(dst, src, nd, sizes, dstr, sstr, itemsize, nthreads)
     if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
         _execute(plan, dst, src, 1)
         return 0
     with nogil:
         _execute(plan, dst, src, nthreads)
     return 0
+
+
+# ---- source and destination sharing memory: the engine's one overlap policy ------------------
+# Both engines come here once the byte ranges of a call's two layouts meet (a copy: items of one
+# size; a conversion: a Reader that converts while it reads). The decision is exact: layouts
+# whose ranges meet but share no byte run directly. Otherwise, in bounded memory where the
+# geometry allows:
+# - a shift (the same element strides at another address; a conversion in place, items of the
+#   same or another size) goes through a small buffer in the order that reads every source
+#   slab before a write reaches it;
+# - an in-place transpose (two equal dims whose strides are swapped, items of one size) goes
+#   through two tiles at a time;
+# - anything else stages the whole source, the temporary had before any byte is written.
+# Every route reads a block of the source into a packed buffer of destination items, then
+# writes the buffer out with the copy engine: only the read differs between a copy and a
+# conversion (Reader.read).
+
+cdef int copy_overlapping(char* dst, const char* src, int nd, const int64_t* sizes,
+                          const int64_t* dstr, const int64_t* sstr, const int64_t* pstr,
+                          const Reader* R, int nthreads) except -1:
+    """The overlap policy (above) for a validated, non-empty call whose byte ranges meet:
+    return 0 when it has done the call, 1 (nothing done) when the two share no byte after all
+    and the caller runs its own plan. ``pstr``: a conversion's parameter strides, or NULL."""
+    cdef int shared, a, b
+    cdef int64_t delta = <int64_t>(<intptr_t>src - <intptr_t>dst)
+    with nogil:
+        shared = c_shares(nd, sizes, dstr, R.dsz, nd, sizes, sstr, R.ssz, delta,
+                          default_max_work())
+    if not shared:   # undecided counts as shared: the buffered routes are right either way
+        return 1
+    if _same_strides(nd, sizes, dstr, sstr):
+        if dst != src or R.read != NULL:   # else the copy is the identity
+            _copy_shifted(dst, src, nd, sizes, dstr, pstr, R, nthreads)
+        return 0
+    if (dst == src and R.dsz == R.ssz
+            and _swapped_pair(nd, sizes, dstr, sstr, &a, &b)):
+        return _copy_swapped(dst, nd, sizes, dstr, sstr, pstr, R, nthreads, a, b)
+    return _copy_staged(dst, src, nd, sizes, dstr, sstr, pstr, R, nthreads)
 
 
 cdef bint _same_strides(int nd, const int64_t* sizes, const int64_t* a,
@@ -1013,42 +1039,51 @@ cdef enum:
     _STAGE_WRITE = 2   # tmp -> dst
 
 
+cdef inline int64_t _par_at(const int64_t* pstr, int i, int64_t index) noexcept nogil:
+    """The parameter offset of ``index`` along dim i (no parameters: 0)."""
+    return 0 if pstr == NULL else index * pstr[i]
+
+
 cdef void _stage(int parts, char* tmp, char* dst, const char* src, int nd, const int64_t* sizes,
-                 const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
-                 int nthreads) noexcept nogil:
-    """Copy through ``tmp``, packed in the destination's order: read the source into it
-    (_STAGE_READ), write it to the destination (_STAGE_WRITE), or both in turn. Every buffered
-    route (staged, shifted, swapped tiles) goes through here."""
+                 const int64_t* dstr, const int64_t* sstr, const Reader* R, int64_t poff,
+                 const int64_t* pstr, int nthreads) noexcept nogil:
+    """Go through ``tmp``, destination items packed in the destination's order: read the
+    source into it (_STAGE_READ: a copy, or R's conversion with its parameters from element
+    offset ``poff``, strides ``pstr``), write it to the destination (_STAGE_WRITE), or both in
+    turn. Every route of the overlap policy goes through here."""
     cdef int64_t tstr[MAX_NDIM]
     cdef int order[MAX_NDIM]
     cdef CopyPlan plan
     c_physical_order(nd, sizes, dstr, order)
     c_packed_strides(nd, sizes, order, NULL, tstr)
     if parts & _STAGE_READ:
-        _plan_copy(&plan, nd, sizes, tstr, sstr, itemsize)
-        _execute(&plan, tmp, src, nthreads)
+        if R.read == NULL:
+            _plan_copy(&plan, nd, sizes, tstr, sstr, R.dsz)
+            _execute(&plan, tmp, src, nthreads)
+        else:
+            R.read(R.ctx, tmp, tstr, src, nd, sizes, sstr, poff, pstr, nthreads)
     if parts & _STAGE_WRITE:
-        _plan_copy(&plan, nd, sizes, dstr, tstr, itemsize)
+        _plan_copy(&plan, nd, sizes, dstr, tstr, R.dsz)
         _execute(&plan, dst, tmp, nthreads)
 
 
 cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
-                      const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
-                      int nthreads) except -1:
+                      const int64_t* dstr, const int64_t* sstr, const int64_t* pstr,
+                      const Reader* R, int nthreads) except -1:
     """Stage the whole source in a packed temporary, then write: the result is the source as
     it was. The temporary is had before any byte is written."""
     cdef int64_t count = 0
     cdef char* tmp
     c_size(nd, sizes, &count)
-    tmp = <char*>PyMem_RawMalloc(<size_t>(count * itemsize))
+    tmp = <char*>PyMem_RawMalloc(<size_t>(count * R.dsz))
     if tmp == NULL:
-        raise MemoryError(f"no memory for a {count * itemsize}-byte temporary (the source and "
+        raise MemoryError(f"no memory for a {count * R.dsz}-byte temporary (the source and "
                           f"destination share memory in an order that no small buffer can "
                           f"copy); nothing was written")
     try:
         with nogil:
-            _stage(_STAGE_READ | _STAGE_WRITE, tmp, dst, src, nd, sizes, dstr, sstr, itemsize,
-                   nthreads)
+            _stage(_STAGE_READ | _STAGE_WRITE, tmp, dst, src, nd, sizes, dstr, sstr, R, 0,
+                   pstr, nthreads)
     finally:
         PyMem_RawFree(tmp)
     return 0
@@ -1059,6 +1094,7 @@ cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
 # tile (J, I), and no other tile's: the destination's elements are distinct, and the source
 # reads element (i, j) where the destination keeps (j, i). So each pair of tiles goes through a
 # small buffer (read both, then write both), and the whole transpose needs two tiles of memory.
+# Items of one size only: a conversion that changes the item size in place moves the tiles.
 
 cdef bint _swapped_pair(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
                         int* a, int* b) noexcept nogil:
@@ -1080,10 +1116,10 @@ cdef bint _swapped_pair(int nd, const int64_t* sizes, const int64_t* dstr, const
 
 
 cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* dstr,
-                       const int64_t* sstr, int64_t itemsize, int nthreads, int a,
-                       int b) except -1:
+                       const int64_t* sstr, const int64_t* pstr, const Reader* R,
+                       int nthreads, int a, int b) except -1:
     """An in-place transpose of dims a and b (see above), through two tiles of memory."""
-    cdef int64_t rest = 1, n = sizes[a], tile, ti, tj, half
+    cdef int64_t rest = 1, n = sizes[a], tile, ti, tj, half, itemsize = R.dsz
     cdef int64_t blk[MAX_NDIM]
     cdef char* tmp
     cdef int i
@@ -1092,7 +1128,7 @@ cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* 
             rest *= sizes[i]
     half = _SHIFT_BUFFER_BYTES // 2
     if rest * itemsize > half:   # one element pair of tiles would not fit: stage it all
-        return _copy_staged(base, base, nd, sizes, dstr, sstr, itemsize, nthreads)
+        return _copy_staged(base, base, nd, sizes, dstr, sstr, pstr, R, nthreads)
     tile = <int64_t>sqrt(<double>(half // (rest * itemsize)))
     tile = max(<int64_t>1, min(tile, n))
     tmp = <char*>PyMem_RawMalloc(<size_t>(2 * tile * tile * rest * itemsize))
@@ -1107,7 +1143,7 @@ cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* 
             while ti < n:
                 tj = ti
                 while tj < n:
-                    _swap_tiles(tmp, base, nd, blk, dstr, sstr, itemsize, a, b, ti, tj,
+                    _swap_tiles(tmp, base, nd, blk, dstr, sstr, pstr, R, a, b, ti, tj,
                                 min(tile, n - ti), min(tile, n - tj), tile * tile * rest)
                     tj += tile
                 ti += tile
@@ -1117,35 +1153,46 @@ cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* 
 
 
 cdef void _swap_tiles(char* tmp, char* base, int nd, int64_t* blk, const int64_t* dstr,
-                      const int64_t* sstr, int64_t itemsize, int a, int b, int64_t ti,
-                      int64_t tj, int64_t ni, int64_t nj, int64_t tile_items) noexcept nogil:
+                      const int64_t* sstr, const int64_t* pstr, const Reader* R, int a, int b,
+                      int64_t ti, int64_t tj, int64_t ni, int64_t nj,
+                      int64_t tile_items) noexcept nogil:
     """Destination tiles (ti, tj) and (tj, ti): stage both sources, then write both."""
+    cdef int64_t itemsize = R.dsz
     cdef char* d_ij = base + (ti * dstr[a] + tj * dstr[b]) * itemsize
     cdef char* d_ji = base + (tj * dstr[a] + ti * dstr[b]) * itemsize
     cdef const char* s_ij = base + (ti * sstr[a] + tj * sstr[b]) * itemsize
     cdef const char* s_ji = base + (tj * sstr[a] + ti * sstr[b]) * itemsize
+    cdef int64_t p_ij = _par_at(pstr, a, ti) + _par_at(pstr, b, tj)
+    cdef int64_t p_ji = _par_at(pstr, a, tj) + _par_at(pstr, b, ti)
     cdef char* second = tmp + tile_items * itemsize
     blk[a] = ni
     blk[b] = nj
-    _stage(_STAGE_READ, tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, 1)
+    _stage(_STAGE_READ, tmp, d_ij, s_ij, nd, blk, dstr, sstr, R, p_ij, pstr, 1)
     if ti != tj:   # (tj, ti) is staged and written while (ti, tj) waits in tmp
         blk[a] = nj
         blk[b] = ni
-        _stage(_STAGE_READ | _STAGE_WRITE, second, d_ji, s_ji, nd, blk, dstr, sstr, itemsize, 1)
+        _stage(_STAGE_READ | _STAGE_WRITE, second, d_ji, s_ji, nd, blk, dstr, sstr, R, p_ji,
+               pstr, 1)
         blk[a] = ni
         blk[b] = nj
-    _stage(_STAGE_WRITE, tmp, d_ij, s_ij, nd, blk, dstr, sstr, itemsize, 1)
+    _stage(_STAGE_WRITE, tmp, d_ij, s_ij, nd, blk, dstr, sstr, R, p_ij, pstr, 1)
 
 
-# ---- shifts: the same strides at another address, copied in memmove's order ------------------
-# With every stride made positive (flipping a dim flips both layouts alike) and the dims sorted
-# outermost first, split the copy into slabs along the outermost dim. When its stride exceeds
-# the extent of the dims below, the slabs are disjoint and ordered in memory, and destination
-# slab x is source slab x moved by delta bytes: it can only meet source slabs on delta's side
-# (y >= x for delta > 0). Walking the slabs from that side, every source slab a write reaches
-# has already been read, except slab x itself. So groups of slabs go through a small buffer
-# (read the group, then write it); a slab larger than the buffer is split the same way, one
-# level down. Memory: _SHIFT_BUFFER_BYTES, however large the copy.
+# ---- shifts: the same element strides at another address, in memmove's order ----------------
+# With every stride made positive (flipping a dim flips both layouts, and the parameters,
+# alike) and the dims sorted outermost first, split the call into slabs along the outermost
+# dim. When its stride exceeds the extent of the dims below, the slabs are disjoint and ordered
+# in memory: every element offset of slab x is below every one of slab x + 1. Element offset e
+# lies at d0 + e * dsz in the destination and s0 + e * ssz in the source (dsz, ssz: the item
+# sizes, equal for a copy), so with g(e) = (d0 - s0) + (dsz - ssz) * e:
+# - walking forwards, the writes of a group of slabs ending below offset x reach no source slab
+#   from x on when g(x) <= 0 for every such x in 1..E (E: the largest offset);
+# - walking backwards, the writes of a group starting at offset x reach no source slab below it
+#   when g(x) >= 0 for those x.
+# g is linear, so its signs at 1 and E decide (a copy: the sign of d0 - s0, memmove's rule). So
+# groups of slabs go through a small buffer (read the group, then write it), in that direction;
+# a slab larger than the buffer is split the same way, one level down. Memory:
+# _SHIFT_BUFFER_BYTES, however large the call.
 
 cdef int64_t _SHIFT_BUFFER_BYTES = 256 * 1024   # L2-sized: both passes stay in cache
 
@@ -1154,49 +1201,64 @@ ctypedef struct _Shift:
     int d                       # dims of size > 1, outermost first
     int64_t n[MAX_NDIM]
     int64_t s[MAX_NDIM]         # element strides, > 0
+    int64_t p[MAX_NDIM]         # parameter strides (flipped with their dims)
     int64_t below[MAX_NDIM]     # elements in a slab of dim i (product of the n below it)
-    int64_t itemsize
+    int64_t poff                # parameter offset of the flipped origin
     int64_t buffer_items        # elements the buffer holds
-    bint backward               # delta > 0: walk each dim from its end
+    bint backward               # walk each dim from its end
+    bint has_params
+    const Reader* R
     char* tmp
     int nthreads
 
 
 cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* strides,
-                      int64_t itemsize, char** dst, const char** src) noexcept nogil:
-    """Fill S (and move dst/src to the flipped origin); False when some dim the copy must be
-    split along is interleaved with the dims below it (then only a full temporary is safe)."""
+                      const int64_t* pstr, const Reader* R, char** dst,
+                      const char** src) noexcept nogil:
+    """Fill S (and move dst/src to the flipped origin); False when some dim the call must be
+    split along is interleaved with the dims below it, or no direction is safe (then only a
+    full temporary is)."""
     cdef int i, d = 0
-    cdef int64_t extent
+    cdef int64_t extent, g1, gE
     cdef bint disjoint[MAX_NDIM]
+    S.poff = 0
+    S.R = R
+    S.has_params = pstr != NULL
     for i in range(nd):
         if sizes[i] > 1:
             S.n[d] = sizes[i]
             S.s[d] = strides[i]
+            S.p[d] = _par_at(pstr, i, 1)
             if strides[i] < 0:
-                dst[0] += strides[i] * (sizes[i] - 1) * itemsize
-                src[0] += strides[i] * (sizes[i] - 1) * itemsize
+                dst[0] += strides[i] * (sizes[i] - 1) * R.dsz
+                src[0] += strides[i] * (sizes[i] - 1) * R.ssz
+                S.poff += S.p[d] * (sizes[i] - 1)
                 S.s[d] = -strides[i]
+                S.p[d] = -S.p[d]
             d += 1
     for i in range(d):   # largest stride first: sort the negated strides ascending
         S.s[i] = -S.s[i]
-    sort_by(d, S.s, S.n, NULL)
+    sort_by(d, S.s, S.n, S.p)
     for i in range(d):
         S.s[i] = -S.s[i]
     S.d = d
-    S.itemsize = itemsize
-    S.buffer_items = max(<int64_t>1, _SHIFT_BUFFER_BYTES // itemsize)
+    S.buffer_items = max(<int64_t>1, _SHIFT_BUFFER_BYTES // max(R.dsz, R.ssz))
     extent = 0   # sum of s * (n - 1) of the dims below i
     for i in range(d - 1, -1, -1):
         S.below[i] = 1 if i == d - 1 else S.below[i + 1] * S.n[i + 1]
         disjoint[i] = S.s[i] > extent
         extent += S.s[i] * (S.n[i] - 1)
+    # the direction: g at 1 and at the largest offset (see above)
+    g1 = (<int64_t>(<intptr_t>dst[0] - <intptr_t>src[0])) + (R.dsz - R.ssz)
+    gE = (<int64_t>(<intptr_t>dst[0] - <intptr_t>src[0])) + (R.dsz - R.ssz) * extent
+    S.backward = g1 > 0 or gE > 0
+    if d == 0 or S.below[0] * S.n[0] <= S.buffer_items:
+        return True   # one group: read it all, then write it, in no order at all
+    if (g1 > 0 and gE < 0) or (g1 < 0 and gE > 0):
+        return False
     # The levels _shift_level walks: it splits dim i while one of its slabs exceeds the buffer,
-    # and groups the slabs of the first dim whose slab fits; both need that dim's slabs apart,
-    # unless all of them fit the buffer at once (one group, no order at all).
+    # and groups the slabs of the first dim whose slab fits; both need that dim's slabs apart.
     for i in range(d):
-        if S.below[i] * S.n[i] <= S.buffer_items:
-            return True
         if not disjoint[i]:
             return False
         if S.below[i] <= S.buffer_items:
@@ -1204,15 +1266,18 @@ cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* st
     return True
 
 
-cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src) noexcept nogil:
-    """Copy the slabs of dim `level` (and everything below it) in the safe order."""
-    cdef int64_t n = S.n[level], step = S.s[level] * S.itemsize, group, x0, count, i
+cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src,
+                       int64_t poff) noexcept nogil:
+    """Go through the slabs of dim `level` (and everything below it) in the safe order."""
+    cdef int64_t n = S.n[level], group, x0, count, i
+    cdef int64_t dstep = S.s[level] * S.R.dsz, sstep = S.s[level] * S.R.ssz
     cdef int64_t sizes[MAX_NDIM]
     cdef int nd = S.d - level
     if S.below[level] > S.buffer_items:   # one slab is too big: split it, slab by slab
         for i in range(n):
             x0 = n - 1 - i if S.backward else i
-            _shift_level(S, level + 1, dst + x0 * step, src + x0 * step)
+            _shift_level(S, level + 1, dst + x0 * dstep, src + x0 * sstep,
+                         poff + x0 * S.p[level])
         return
     group = max(<int64_t>1, S.buffer_items // S.below[level])
     for i in range(nd):
@@ -1222,34 +1287,33 @@ cdef void _shift_level(const _Shift* S, int level, char* dst, const char* src) n
         count = min(group, n - i)
         x0 = n - i - count if S.backward else i
         sizes[0] = count
-        _stage(_STAGE_READ | _STAGE_WRITE, S.tmp, dst + x0 * step, src + x0 * step, nd, sizes,
-               &S.s[level], &S.s[level], S.itemsize, S.nthreads)
+        _stage(_STAGE_READ | _STAGE_WRITE, S.tmp, dst + x0 * dstep, src + x0 * sstep, nd,
+               sizes, &S.s[level], &S.s[level], S.R, poff + x0 * S.p[level],
+               &S.p[level] if S.has_params else NULL, S.nthreads)
         i += count
 
 
 cdef int _copy_shifted(char* dst, const char* src, int nd, const int64_t* sizes,
-                       const int64_t* strides, int64_t itemsize, int nthreads) except -1:
-    """Copy between two layouts of the same strides whose memory meets (a shift)."""
+                       const int64_t* strides, const int64_t* pstr, const Reader* R,
+                       int nthreads) except -1:
+    """Go between two layouts of the same element strides whose memory meets (a shift)."""
     cdef _Shift S
     cdef char* d0 = dst
     cdef const char* s0 = src
-    if not _plan_shift(&S, nd, sizes, strides, itemsize, &d0, &s0):
-        return _copy_staged(dst, src, nd, sizes, strides, strides, itemsize, nthreads)
-    dst = d0
-    src = s0
-    S.backward = dst > src
+    if not _plan_shift(&S, nd, sizes, strides, pstr, R, &d0, &s0):
+        return _copy_staged(dst, src, nd, sizes, strides, strides, pstr, R, nthreads)
     S.nthreads = nthreads
-    S.tmp = <char*>PyMem_RawMalloc(<size_t>(S.buffer_items * itemsize))
+    S.tmp = <char*>PyMem_RawMalloc(<size_t>(S.buffer_items * R.dsz))
     if S.tmp == NULL:
-        raise MemoryError(f"no memory for a {S.buffer_items * itemsize}-byte copy buffer; "
+        raise MemoryError(f"no memory for a {S.buffer_items * R.dsz}-byte copy buffer; "
                           f"nothing was written")
     try:
         with nogil:
-            if S.d == 0:
-                memcpy(S.tmp, src, <size_t>itemsize)
-                memcpy(dst, S.tmp, <size_t>itemsize)
+            if S.d == 0:   # one element
+                _stage(_STAGE_READ | _STAGE_WRITE, S.tmp, dst, src, nd, sizes, strides,
+                       strides, R, 0, pstr, 1)
             else:
-                _shift_level(&S, 0, dst, src)
+                _shift_level(&S, 0, d0, s0, S.poff)
     finally:
         PyMem_RawFree(S.tmp)
     return 0
