@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import strided
 
 # the one-line-error parser every command uses, the benchmarks' included
-from strided._cli._report import OneLineParser as _Parser
+from strided._cli._common import OneLineParser as _Parser
 from strided._cli.explain import explain, walkthrough
 from strided.formats import CANONICAL, BlockedFormat, parse_blocked, strides_agree
 from strided.layout import Layout
