@@ -35,9 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-import strided as st
-from strided._cli._report import (
+from harness.report import (
     check_sampling,
     machine_facts,
     optional_module,
@@ -45,6 +43,8 @@ from strided._cli._report import (
     render_table,
     sample_alternating,
 )
+
+import strided as st
 
 #: Elements of the small copies.
 SMALL = 16

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 
-from strided._cli._report import cpu_model
+from harness.report import cpu_model
 
 CASES = {
     "in-place shift by one element": ("a = np.ones(N, np.uint8)", "a[1:]", "a[:-1]"),

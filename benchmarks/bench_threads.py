@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from harness.report import cpu_model
 
 import strided as st
 from strided import _copy
-from strided._cli._report import cpu_model
 
 
 def _shape(mib: int) -> tuple[int, int, int, int]:

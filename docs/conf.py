@@ -81,12 +81,12 @@ SVG_EXAMPLES: dict[str, list[str]] = {
 }
 
 
-def _strided(args: list[str], cwd: Path = HERE) -> str:
+def _strided(args: list[str]) -> str:
     """The output of ``python -m strided ARGS``; a failure stops the build, saying why."""
     cmd = [sys.executable, "-m", "strided", *args]
     env = dict(os.environ, COLUMNS="100", NO_COLOR="1", PYTHONIOENCODING="utf-8")
     proc = subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", check=False
+        cmd, cwd=HERE, env=env, capture_output=True, text=True, encoding="utf-8", check=False
     )
     if proc.returncode != 0:
         raise RuntimeError(
@@ -102,14 +102,14 @@ def _write_if_changed(path: Path, data: bytes) -> None:
         path.write_bytes(data)
 
 
-def _drawn(name: str, args: list[str], cwd: Path = HERE) -> tuple[str, bytes]:
-    """``python -m strided ARGS FILE``, ARGS ending with the option that names the file a
-    figure is drawn into: the command's output and the figure's bytes, drawn into a scratch
-    file next to generated/NAME.svg (which _write_if_changed then updates only on change)."""
-    scratch = GENERATED / f".{name}.new.svg"   # .svg: bench plot takes the format from it
+def _drawn(name: str, args: list[str]) -> bytes:
+    """The figure of ``python -m strided ARGS FILE``, ARGS ending with the option that names
+    the file it is drawn into: a scratch file next to generated/NAME.svg (which
+    _write_if_changed then updates only on change)."""
+    scratch = GENERATED / f".{name}.new.svg"
     try:
-        text = _strided([*args, str(scratch)], cwd)
-        return text, scratch.read_bytes()
+        _strided([*args, str(scratch)])
+        return scratch.read_bytes()
     finally:
         scratch.unlink(missing_ok=True)
 
@@ -119,43 +119,58 @@ def _generate_memory_maps() -> None:
     for name, args in EXPLAIN_EXAMPLES.items():
         _write_if_changed(GENERATED / f"{name}.txt", _strided(["explain", *args]).encode("utf-8"))
     for name, args in SVG_EXAMPLES.items():
-        _write_if_changed(GENERATED / f"{name}.svg", _drawn(name, ["explain", *args, "--svg"])[1])
+        _write_if_changed(GENERATED / f"{name}.svg", _drawn(name, ["explain", *args, "--svg"]))
 
 
 _generate_memory_maps()
 
 
 # == performance.rst: the recorded benchmark runs (this block only) ==============================
-# Each record committed under benchmarks/results/ (JSON text) is printed by ``python -m strided
-# bench plot RECORD`` into generated/perf-NAME.txt (the machine, the versions, the table) and,
-# where matplotlib is installed, drawn into generated/perf-NAME.svg. generated/perf-NAME.rst holds
-# the image, or a note saying how to draw it, so that a build without matplotlib passes too.
+# Each record committed under benchmarks/results/ (JSON text) is printed into
+# generated/perf-NAME.txt (the machine, the versions, the table) and, where matplotlib is
+# installed, drawn into generated/perf-NAME.svg, by the benchmark harness's own code
+# (benchmarks/harness/plot.py, what ``python benchmarks/plot_record.py RECORD --plot FILE``
+# runs). The harness is not installed: benchmarks/ goes on sys.path for it. generated/perf-NAME.rst
+# holds the image, or a note saying how to draw it, so that a build without matplotlib passes too.
 
+BENCHMARKS = HERE.parent / "benchmarks"
 PERFORMANCE_RECORDS = ("relayout", "convert")
+
+
+def _chart(plot, record: dict, name: str) -> bytes:
+    """The chart of ``record`` as SVG bytes, drawn into a scratch file next to its target."""
+    scratch = GENERATED / f".{name}.new.svg"  # .svg: draw takes the format from it
+    try:
+        plot.draw(record, scratch)
+        return scratch.read_bytes()
+    finally:
+        scratch.unlink(missing_ok=True)
 
 
 def _generate_performance() -> None:
     from importlib.util import find_spec
 
+    if str(BENCHMARKS) not in sys.path:  # the harness is not installed: this checkout's
+        sys.path.insert(0, str(BENCHMARKS))
+    from harness import plot
+    from harness.report import read_record
+
     GENERATED.mkdir(exist_ok=True)
     drawable = find_spec("matplotlib") is not None
     for name in PERFORMANCE_RECORDS:
-        record = Path("benchmarks", "results", f"{name}.json")  # from the repository root
-        command = ["bench", "plot", str(record)]
+        record_path = Path("benchmarks", "results", f"{name}.json")  # from the repository root
+        record = read_record(HERE.parent / record_path)
+        _write_if_changed(GENERATED / f"perf-{name}.txt",
+                          (plot.describe(record) + "\n").encode("utf-8"))
         if drawable:
-            text, chart = _drawn(f"perf-{name}", [*command, "--plot"], cwd=HERE.parent)
-            _write_if_changed(GENERATED / f"perf-{name}.svg", chart)
-        else:
-            text = _strided(command, cwd=HERE.parent)
-        _write_if_changed(GENERATED / f"perf-{name}.txt", text.encode("utf-8"))
-        if drawable:
+            _write_if_changed(GENERATED / f"perf-{name}.svg", _chart(plot, record, f"perf-{name}"))
             figure = (f".. image:: /generated/perf-{name}.svg\n   :width: 100%\n"
-                      f"   :alt: GB/s per case and contender, from {record.as_posix()}\n")
+                      f"   :alt: GB/s per case and contender, from {record_path.as_posix()}\n")
         else:
             figure = (f".. note::\n\n   The chart is drawn when the documentation is built, with "
                       f"matplotlib, which was not installed for this build: "
-                      f"``python -m strided bench plot {record.as_posix()} --plot {name}.svg`` "
-                      f"draws it (``pip install \"strided[plot]\"``).\n")
+                      f"``python benchmarks/plot_record.py {record_path.as_posix()} --plot "
+                      f"{name}.svg`` draws it (``pip install \"strided[plot]\"``).\n")
         _write_if_changed(GENERATED / f"perf-{name}.rst", figure.encode("utf-8"))
 
 

@@ -1,4 +1,4 @@
-"""Shared pytest configuration: hypothesis profiles.
+"""Shared pytest configuration: hypothesis profiles, and the benchmark harness on ``sys.path``.
 
 Select a profile with the ``HYPOTHESIS_PROFILE`` environment variable:
 
@@ -10,11 +10,18 @@ Select a profile with the ``HYPOTHESIS_PROFILE`` environment variable:
 
 Tests marked ``@pytest.mark.slow`` (exhaustive sweeps, seconds to minutes) are skipped unless
 the environment variable ``STRIDED_SLOW`` is ``1``; ``.ci/run`` sets it for its main test run.
+
+The benchmark harness (``benchmarks/harness``) is not installed: in a checkout, the tests of the
+harness import it from ``benchmarks/``, put first on ``sys.path`` here. Where there is no
+checkout (the installed wheel is tested from a copy of ``tests/``), those tests are not
+collected: they test the repository, not the package.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,6 +35,15 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+#: The test modules that import the harness (benchmarks/harness).
+HARNESS_TESTS = ["test_bench.py", "test_plot.py"]
+if (BENCHMARKS / "harness" / "__init__.py").is_file():
+    sys.path.insert(0, str(BENCHMARKS))
+    collect_ignore: list[str] = []
+else:
+    collect_ignore = HARNESS_TESTS
 
 
 def pytest_collection_modifyitems(config, items):

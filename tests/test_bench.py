@@ -1,10 +1,11 @@
 """The benchmarks: their stand-ins answer as strided does; they run and print tables.
 
 A comparison is only honest if both sides answer the same question, so the layout benchmark's
-numpy and torch stand-ins (:mod:`strided._cli.bench_layout`) are checked against
+numpy and torch stand-ins (:mod:`harness.bench_layout`) are checked against
 :class:`strided.Layout` on every timed case and on hand-made layouts. The relayout benchmark
-(:mod:`strided._cli.bench_copy`) is smoke-tested on tiny sizes, with and without torch, and its
-cases and byte check are tested. Timings are never asserted.
+(:mod:`harness.bench_copy`) is smoke-tested on tiny sizes, with and without torch, and its
+cases and byte check are tested. Timings are never asserted. The harness lives in the
+repository's ``benchmarks/`` (not installed): ``conftest.py`` puts that folder on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import strided
-import strided._cli.bench_convert as bench_convert
-import strided._cli.bench_copy as bench_copy
-from strided import Layout
-from strided._cli import bench_layout
-from strided._cli.bench_layout import (
+from harness import bench_convert, bench_copy, bench_layout, plot
+from harness.bench_layout import (
     CASES,
     OPERATIONS,
     Case,
@@ -33,6 +29,9 @@ from strided._cli.bench_layout import (
     run,
     stand_in_answers,
 )
+
+import strided
+from strided import Layout
 
 
 def run_benchmark_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -55,7 +54,7 @@ def torch() -> object:
     return pytest.importorskip("torch")
 
 
-# ---- the layout benchmark (strided._cli.bench_layout) ---------------------------------------
+# ---- the layout benchmark (harness.bench_layout) --------------------------------------------
 
 #: Layouts beyond the timed cases, chosen to make the stand-ins disagree if they could.
 EXTRA_CASES = (
@@ -217,7 +216,7 @@ def test_interop_benchmark_script_runs() -> None:
         assert ratio.endswith("x") and float(ratio[:-1]) > 0
 
 
-# ---- the relayout benchmark (strided._cli.bench_copy) ---------------------------------------
+# ---- the relayout benchmark (harness.bench_copy) --------------------------------------------
 
 TINY = ["--sizes", "0.25", "--quick"]
 
@@ -424,7 +423,7 @@ def test_copy_others_share_of_the_cpu() -> None:
         assert snapshot[0] >= snapshot[1] >= 0 and snapshot[2] > 0
 
 
-# ---- the conversion benchmark (strided._cli.bench_convert) ----------------------------------
+# ---- the conversion benchmark (harness.bench_convert) ---------------------------------------
 
 QUICK = ["--quick", "--repeat", "1", "--sample-ms", "0.2"]
 CONVERTS = bench_convert.strided_converts()
@@ -648,28 +647,35 @@ def test_convert_main_rejects_bad_options() -> None:
             bench_convert.main(argv)
 
 
-def test_bench_convert_on_the_command_line(monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchmarks_are_scripts_of_the_repository(capsys: pytest.CaptureFixture[str]) -> None:
+    """The harness runs as scripts, not through ``python -m strided bench`` (the self-check),
+    which names the script of a former sub-command; each script's errors name the script."""
     from strided._cli import main as cli_main
 
-    calls: list[tuple[list[str], dict[str, object]]] = []
-
-    def fake_main(argv: list[str] | None = None, **kwargs: object) -> int:
-        calls.append((list(argv or []), kwargs))
-        return 0
-
-    monkeypatch.setattr(bench_convert, "main", fake_main)
-    assert cli_main(["bench", "convert", "--quick", "--cases", "half"]) == 0
-    assert calls == [(["--quick", "--cases", "half"],
-                      {"prog": "python -m strided bench convert"})]
-    monkeypatch.undo()
+    assert cli_main(["bench", "convert", "--quick", "--cases", "half"]) == 2
+    assert "run python benchmarks/bench_convert.py" in capsys.readouterr().err
     assert cli_main(["bench", "--help"]) == 0
+    assert "benchmarks/ folder" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        bench_copy.main(["--help"])
+    assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert "python -m strided bench convert" in out and "bench layout" in out
-    assert cli_main(["--help"]) == 0
-    assert "'bench convert' times dtype conversions" in " ".join(capsys.readouterr().out.split())
-    assert cli_main(["bench", "convert", "--threads", "0"]) == 2
+    assert "python benchmarks/bench_copy.py" in out and "--small" in out
+    with pytest.raises(SystemExit) as exc:
+        bench_convert.main(["--threads", "0"])
+    assert exc.value.code == 2
     assert "thread counts must be >= 1" in capsys.readouterr().err
+
+
+def test_copy_small_runs_the_subset(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--small`` (the former default of ``python -m strided bench``): its ten cases at 4 MiB,
+    unless --cases or --sizes say otherwise."""
+    assert bench_copy.main(["--small", "--quick", "--repeat", "1", "--sample-ms", "0.2",
+                            "--sizes", "0.25", "--dtypes", "uint8", "--no-small"]) == 0
+    out = capsys.readouterr().out
+    for name in bench_copy.SMALL_CASES:
+        assert re.search(rf"^{re.escape(name)}\s+uint8\s", out, re.MULTILINE), name
+    assert not re.search(r"^NCDHW->NDHWC\s", out, re.MULTILINE)
 
 
 def test_convert_benchmark_script_runs() -> None:
@@ -683,29 +689,31 @@ def test_convert_benchmark_script_runs() -> None:
 # ---- bad arguments: one line, exit status 2, for every bench sub-command ---------------------
 
 
-@pytest.mark.parametrize("argv, prog, message", [
-    (["bench", "--no-such-option"], "bench", "unrecognized arguments: --no-such-option"),
-    (["bench", "copy", "--sizes", "0"], "bench", "sizes must be positive MiB"),
-    (["bench", "--repeat"], "bench", "argument --repeat: expected one argument"),
-    (["bench", "--plot", "chart.gif"], "bench", "the format comes from the extension"),
-    (["bench", "--json", "/no/such/dir/r.json"], "bench", "'/no/such/dir' does not exist"),
-    (["bench", "convert", "--threads", "x"], "bench convert", "expected thread counts"),
-    (["bench", "convert", "--cases", "nope"], "bench convert", "no case matches 'nope'"),
-    (["bench", "convert", "--plot", "c.txt"], "bench convert", "one of .svg, .png, .pdf"),
-    (["bench", "layout", "--repeat", "0"], "bench layout", "--repeat must be >= 1"),
-    (["bench", "layout", "--sample-ms", "x"], "bench layout", "invalid float value: 'x'"),
-    (["bench", "plot"], "bench plot", "the following arguments are required: RECORD.json"),
-    (["bench", "plot", "/no/such/record.json"], "bench plot", "cannot read"),
-    (["bench", "plot", "r.json", "--plot", "c.jpg"], "bench plot", "from the extension"),
+@pytest.mark.parametrize("script, argv, message", [
+    ("bench_copy", ["--no-such-option"], "unrecognized arguments: --no-such-option"),
+    ("bench_copy", ["--sizes", "0"], "sizes must be positive MiB"),
+    ("bench_copy", ["--repeat"], "argument --repeat: expected one argument"),
+    ("bench_copy", ["--plot", "chart.gif"], "the format comes from the extension"),
+    ("bench_copy", ["--json", "/no/such/dir/r.json"], "'/no/such/dir' does not exist"),
+    ("bench_convert", ["--threads", "x"], "expected thread counts"),
+    ("bench_convert", ["--cases", "nope"], "no case matches 'nope'"),
+    ("bench_convert", ["--plot", "c.txt"], "one of .svg, .png, .pdf"),
+    ("bench_layout", ["--repeat", "0"], "--repeat must be >= 1"),
+    ("bench_layout", ["--sample-ms", "x"], "invalid float value: 'x'"),
+    ("plot_record", [], "the following arguments are required: RECORD.json"),
+    ("plot_record", ["/no/such/record.json"], "cannot read"),
+    ("plot_record", ["r.json", "--plot", "c.jpg"], "from the extension"),
 ])
 def test_bench_commands_report_bad_arguments_in_one_line(
-        argv: list[str], prog: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from strided._cli import main as cli_main
-
-    assert cli_main(argv) == 2
+        script: str, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    main_function = {"bench_copy": bench_copy.main, "bench_convert": bench_convert.main,
+                     "bench_layout": bench_layout.main, "plot_record": plot.main}[script]
+    with pytest.raises(SystemExit) as exc:
+        main_function(argv)
+    assert exc.value.code == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
-    assert err.startswith(f"python -m strided {prog}: error: ") and message in err, err
+    assert err.startswith(f"python benchmarks/{script}.py: error: ") and message in err, err
 
 
 def test_benchmark_scripts_report_bad_arguments_in_one_line(

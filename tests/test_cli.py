@@ -1,4 +1,5 @@
-"""The command line: ``python -m strided explain`` and ``python -m strided bench``."""
+"""The command line: ``python -m strided explain`` and ``python -m strided bench``, the
+self-check of this machine."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
+import numpy as np
 import pytest
 
-import strided._cli.bench_copy
-import strided._cli.bench_layout
+import strided
 from strided import Layout
-from strided._cli import main
+from strided._cli import main, selfcheck
 from strided._cli.explain import element_name, explain, memory_map
 
 
@@ -271,59 +271,68 @@ def test_help(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
         assert "--svg FILE" in out and "NCHW4" in out
 
 
-# ---- bench ----------------------------------------------------------------------------------
+# ---- bench: the self-check -------------------------------------------------------------------
+
+QUICK_CHECK = ("--repeat", "1", "--sample-ms", "0.5")
 
 
-def test_bench_runs_the_relayout_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[list[str], dict[str, object]]] = []
-
-    def fake_main(argv: list[str] | None = None, **kwargs: object) -> int:
-        calls.append((list(argv or []), kwargs))
-        return 0
-
-    monkeypatch.setattr(strided._cli.bench_copy, "main", fake_main)
-    assert main(["bench"]) == 0
-    assert main(["bench", "--quick", "--sizes", "0.25"]) == 0
-    assert main(["bench", "copy", "--markdown"]) == 0
-    expected = {"prog": "python -m strided bench", "small_default": True}
-    assert calls == [([], expected), (["--quick", "--sizes", "0.25"], expected),
-                     (["--markdown"], expected)]
-
-
-def test_bench_layout_runs_the_layout_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[list[str]] = []
-
-    def fake_main(argv: list[str] | None = None) -> int:
-        calls.append(list(argv or []))
-        return 0
-
-    monkeypatch.setattr(strided._cli.bench_layout, "main", fake_main)
-    assert main(["bench", "layout", "--quick", "--explain-ignored"]) == 0
-    assert calls == [["--quick", "--explain-ignored"]]
+def test_bench_is_the_self_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """``bench`` checks this machine in seconds: strided, np.copyto and a memcpy on every case,
+    the CPU, and the ratios (timings are printed, never asserted)."""
+    status, out, err = run(capsys, "bench", *QUICK_CHECK, "--threads", "1")
+    assert (status, err) == (0, "")
+    assert re.search(r"^  cpu: \S.*\d+ CPUs", out, re.MULTILINE)
+    assert f"strided.openmp_enabled() = {strided.openmp_enabled()}" in out
+    assert "strided num_threads=1" in out
+    header = next(line for line in out.splitlines() if line.startswith("case"))
+    for column in ("strided", "np.copyto", "memcpy", "numpy/strided", "memcpy/strided"):
+        assert column in header
+    for case in selfcheck.CASES:
+        row = re.compile(rf"^{re.escape(case.name)}\s+[\d,]+(\s+[\d,.]+ (ns|us|ms)){{3}}"
+                         r"\s+\d+\.\d\dx\s+\d+\.\d\dx$", re.MULTILINE)
+        assert row.search(out), (case.name, out)
+    assert "python benchmarks/bench_copy.py" in out
 
 
-def test_bench_tiny_run(capsys: pytest.CaptureFixture[str]) -> None:
-    """The real relayout benchmark on one tiny case: a table row and the byte check."""
-    status, out, err = run(capsys, "bench", "--sizes", "0.25", "--quick", "--cases",
-                           "transpose2d", "--dtypes", "float32", "--no-small")
-    assert status == 0
-    assert "timing 1 cases x 1 dtypes x 1 sizes" in err
-    assert re.search(r"^transpose2d\s+float32\s+0\.25\s+256x256\s", out, re.MULTILINE)
-    assert "wrote the same destination bytes on every case" in out
-    assert "targets (issue 4 §3) at 0.25 MiB" in out
+def test_bench_self_check_refuses_wrong_bytes(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def wrong_copy(dst: object, src: object, **kwargs: object) -> None:
+        np.copyto(dst, src)
+        dst.reshape(-1)[0] += 1  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(strided, "copyto", wrong_copy)
+    status, out, err = run(capsys, "bench", *QUICK_CHECK)
+    assert (status, out) == (1, "")
+    assert err == ("python -m strided bench: error: contiguous float32: strided.copyto wrote "
+                   "other values than np.copyto\n")
 
 
-def test_bench_help_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--repeat", "0"], "--repeat must be >= 1, got 0"),
+    (["--sample-ms", "0"], "--sample-ms must be > 0, got 0"),
+    (["--threads", "0"], "--threads must be >= 1, got 0"),
+    (["--threads", "x"], "argument --threads: invalid int value: 'x'"),
+    (["--sizes", "4"], "unrecognized arguments: --sizes 4"),
+    (["convert", "--quick"], "run python benchmarks/bench_convert.py from a checkout"),
+    (["copy"], "run python benchmarks/bench_copy.py from a checkout"),
+    (["layout"], "run python benchmarks/bench_layout.py from a checkout"),
+    (["plot", "r.json"], "run python benchmarks/plot_record.py from a checkout"),
+])
+def test_bench_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                   message: str) -> None:
+    status, out, err = run(capsys, "bench", *argv)
+    assert (status, out) == (2, "")
+    assert err.startswith("python -m strided bench: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def test_bench_help(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "bench", "--help")
     assert status == 0
-    assert "python -m strided bench" in out and "--sizes" in out and "NCHW->NCHW32" in out
-    assert "--full" in out
-    status, out, err = run(capsys, "bench", "--cases", "nope")
-    assert (status, out) == (2, "")
-    assert "no case matches 'nope'" in err
-    status, out, err = run(capsys, "bench", "layout", "--repeat", "0")
-    assert (status, out) == (2, "")
-    assert "--repeat must be >= 1" in err
+    assert "python -m strided bench" in out and "--repeat" in out and "--threads" in out
+    assert "benchmarks/ folder" in out
+    status, out, _ = run(capsys, "--help")
+    assert status == 0 and "a self-check of this machine" in " ".join(out.split())
 
 
 # ---- the rendering functions ----------------------------------------------------------------
@@ -346,18 +355,13 @@ def test_title_comes_first() -> None:
     assert explain(Layout((2, 3)), title="demo").splitlines()[0] == "demo"
 
 
-RECORD = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "convert.json"
-
-
 @pytest.mark.parametrize("command", [["explain"], ["explain", "NHWC", "--sizes", "2,3,4,5"],
-                                     ["bench", "plot", str(RECORD)]],
-                         ids=["walkthrough", "layout", "bench-plot"])
+                                     ["bench", *QUICK_CHECK]],
+                         ids=["walkthrough", "layout", "bench"])
 def test_a_closed_pipe_ends_quietly(command: list[str]) -> None:
     """`python -m strided explain | head`: when the reader has gone, the command stops with
     status 1 and no traceback. The pipe's read end is closed before the child starts, so every
     write fails (EPIPE), deterministically."""
-    if command[0] == "bench" and not RECORD.is_file():
-        pytest.skip("needs the source tree (benchmarks/results/)")
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:

@@ -45,6 +45,12 @@ def _package_modules() -> list[str]:
 
 MODULES = _package_modules()
 
+#: The benchmark harness of the checkout (benchmarks/harness, not installed; conftest.py puts
+#: benchmarks/ on sys.path): its examples are tested too, where there is a checkout.
+HARNESS = ROOT / "benchmarks" / "harness"
+HARNESS_MODULES = sorted("harness" if p.stem == "__init__" else f"harness.{p.stem}"
+                         for p in HARNESS.glob("*.py"))
+
 # Modules whose docstrings must hold at least one example, so that this test cannot pass
 # vacuously when the examples are lost.
 MUST_HAVE_EXAMPLES = {"strided.layout", "strided.formats"}
@@ -63,7 +69,7 @@ def _doc_files() -> list[Path]:
     return files
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", MODULES + HARNESS_MODULES)
 def test_module_docstring_examples(name: str) -> None:
     try:
         module = importlib.import_module(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -61,16 +62,31 @@ def test_every_compiled_module_has_a_stub():
 
 
 def test_command_line_lives_in_its_subpackage():
-    """explain and bench are installed under strided/_cli; __main__.py only calls _cli.main."""
+    """explain and the bench self-check are installed under strided/_cli; __main__.py only
+    calls _cli.main."""
     package = Path(strided.__file__).parent
-    for name in ("__main__.py", "_cli/__init__.py", "_cli/_report.py", "_cli/explain.py",
-                 "_cli/bench_layout.py", "_cli/bench_copy.py"):
+    for name in ("__main__.py", "_cli/__init__.py", "_cli/_common.py", "_cli/explain.py",
+                 "_cli/svg.py", "_cli/selfcheck.py"):
         assert (package / name).is_file(), name
     # _typing.py holds annotation names only (imported by type checkers, never at run time)
     assert {p.name for p in package.glob("_*.py")} == {"__init__.py", "__main__.py", "_typing.py"}
     code = "import sys, strided; print(sorted(m for m in sys.modules if '_cli' in m))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_benchmark_harness_is_not_installed():
+    """The side-by-side harness (peers, records, charts) lives in the repository's benchmarks/:
+    no module of it, and no file of its names, is in the installed package."""
+    for name in ("strided._cli.bench_copy", "strided._cli.bench_convert",
+                 "strided._cli.bench_layout", "strided._cli.plot", "strided._cli._report"):
+        assert importlib.util.find_spec(name) is None, name
+    package = Path(strided.__file__).parent
+    harness_files = [p for p in package.rglob("*.py")
+                     if p.name.startswith("bench_") or p.name in ("plot.py", "_report.py")]
+    assert harness_files == []
+    assert sorted(p.name for p in (package / "_cli").glob("*.py")) == [
+        "__init__.py", "_common.py", "explain.py", "selfcheck.py", "svg.py"]
 
 
 def test_typing_names_are_for_type_checkers_only():

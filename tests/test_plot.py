@@ -1,9 +1,11 @@
-"""Benchmark records and charts: ``--json FILE``, ``--plot FILE`` and ``bench plot RECORD.json``.
+"""Benchmark records and charts: ``--json FILE``, ``--plot FILE`` and ``plot_record.py RECORD``.
 
 A tiny run of each benchmark writes a record; the record holds what the tables show (medians,
 GB/s with the tables' definition, ratios, the machine, the versions) and reads back; a chart
 drawn from it, live or from the file, is a valid SVG / PNG / PDF naming the cases. Without
 matplotlib, ``--plot`` is a one-line error before anything is timed. Timings are never asserted.
+The harness lives in the repository's ``benchmarks/`` (not installed): ``conftest.py`` puts that
+folder on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -18,13 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import bench_convert, bench_copy, plot
+from harness.report import RECORD_FORMAT, RECORD_VERSION, read_record, write_record
 
 import strided
-import strided._cli.bench_convert as bench_convert
-import strided._cli.bench_copy as bench_copy
-from strided._cli import main as cli_main
-from strided._cli import plot
-from strided._cli._report import RECORD_FORMAT, RECORD_VERSION, read_record, write_record
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 #: The quickest settings each benchmark has: one tiny case, one sample of ~0.2 ms.
@@ -39,8 +38,7 @@ ROW_KEYS = {"case", "config", "threads", "bytes", "median_ms", "gbps", "ratios",
 @pytest.fixture(scope="module")
 def copy_record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("records") / "copy.json"
-    assert bench_copy.main([*TINY_COPY, "--json", str(path), "--note", "a test"],
-                           prog="python -m strided bench") == 0
+    assert bench_copy.main([*TINY_COPY, "--json", str(path), "--note", "a test"]) == 0
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -67,7 +65,7 @@ def test_copy_record_holds_the_run(copy_record: dict[str, Any]) -> None:
     assert (r["format"], r["version"], r["benchmark"]) == (RECORD_FORMAT, RECORD_VERSION, "copy")
     assert {"title", "date", "command", "machine", "versions", "settings", "gbps", "contenders",
             "rows", "summary"} <= set(r)
-    assert r["command"].startswith("python -m strided bench --sizes 0.25 --quick")
+    assert r["command"].startswith("python benchmarks/bench_copy.py --sizes 0.25 --quick")
     assert r["date"][:2] == "20" and "T" in r["date"]
     machine = r["machine"]
     assert machine["cpus"] >= 1 and machine["cpu"] and machine["note"] == "a test"
@@ -189,8 +187,8 @@ def test_a_live_run_and_its_record_draw_the_same_chart(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     live, record, redrawn = tmp_path / "live.svg", tmp_path / "r.json", tmp_path / "redrawn.svg"
     argv = [*TINY_CONVERT, "--threads", "1", "--json", str(record), "--plot", str(live)]
-    assert cli_main(["bench", "convert", *argv]) == 0
-    assert cli_main(["bench", "plot", str(record), "--plot", str(redrawn)]) == 0
+    assert bench_convert.main(argv) == 0
+    assert plot.main([str(record), "--plot", str(redrawn)]) == 0
     assert redrawn.read_bytes() == live.read_bytes()
     assert "quantize ->NCHW32" in _svg_text(live)
 
@@ -199,32 +197,37 @@ def test_bench_plot_prints_the_record(copy_record: dict[str, Any], tmp_path: Pat
                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "r.json"
     write_record(copy_record, path)
-    assert cli_main(["bench", "plot", str(path), "--markdown"]) == 0
+    assert plot.main([str(path), "--markdown"]) == 0
     out, err = capsys.readouterr()
     assert "| transpose2d " in out and "- cpu: " in out and err == ""
 
 
 # ---- without matplotlib ---------------------------------------------------------------------
 
+# runs the script named by its first argument, as python would, with matplotlib unimportable
 _WITHOUT_MATPLOTLIB = """
-import sys
+import os, runpy, sys
 sys.modules["matplotlib"] = None  # import matplotlib now raises ImportError
-from strided._cli import main
-sys.exit(main(sys.argv[1:]))
+script = sys.argv.pop(1)
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
 """
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.mark.parametrize("command", [["bench"], ["bench", "convert"], ["bench", "plot", "R"]])
+@pytest.mark.parametrize("command", [["bench_copy.py"], ["bench_convert.py"],
+                                     ["plot_record.py", "R"]])
 def test_plot_without_matplotlib_is_a_one_line_error(command: list[str], tmp_path: Path,
                                                      copy_record: dict[str, Any]) -> None:
     write_record(copy_record, tmp_path / "r.json")
-    argv = [str(tmp_path / "r.json") if arg == "R" else arg for arg in command]
+    argv = [str(tmp_path / "r.json") if arg == "R" else arg for arg in command[1:]]
     result = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_MATPLOTLIB, *argv, "--plot", str(tmp_path / "c.svg")],
+        [sys.executable, "-c", _WITHOUT_MATPLOTLIB, str(BENCHMARKS / command[0]), *argv,
+         "--plot", str(tmp_path / "c.svg")],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1, result.stderr  # nothing was timed: no progress
-    assert result.stderr.startswith(f"python -m strided {' '.join(command[:2])}: error: --plot "
+    assert result.stderr.startswith(f"python benchmarks/{command[0]}: error: --plot "
                                     "needs matplotlib")
     assert result.stderr.rstrip().endswith('pip install "strided[plot]"')
     assert not (tmp_path / "c.svg").exists()

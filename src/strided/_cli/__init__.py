@@ -1,13 +1,11 @@
-"""The command line: ``python -m strided explain ...`` and ``python -m strided bench ...``.
+"""The command line: ``python -m strided explain ...`` and ``python -m strided bench``.
 
 A thin argparse front end (``strided/__main__.py`` only calls :func:`main`): the text comes from
 :mod:`strided._cli.explain`, the figures of ``explain --svg FILE`` from :mod:`strided._cli.svg`,
-the relayout benchmark (``bench``, ``bench copy``) from
-:mod:`strided._cli.bench_copy`, the conversion benchmark (``bench convert``) from
-:mod:`strided._cli.bench_convert` and the per-call benchmark of ``Layout`` (``bench layout``)
-from :mod:`strided._cli.bench_layout`. Bad arguments, and every ``ValueError``, ``TypeError`` or
-``OverflowError`` the library raises for them, end in one line on stderr
-(``strided explain: error: ...``) and exit status 2.
+and ``bench``, a self-check of this machine in seconds, from :mod:`strided._cli.selfcheck` (the
+full benchmarks are scripts of the repository's ``benchmarks/`` folder, not installed). Bad
+arguments, and every ``ValueError``, ``TypeError`` or ``OverflowError`` the library raises for
+them, end in one line on stderr (``strided explain: error: ...``) and exit status 2.
 """
 
 from __future__ import annotations
@@ -175,9 +173,8 @@ def _build_parser() -> tuple[_Parser, argparse.ArgumentParser]:
     explain_parser = _explanation_parser(subparsers)
     subparsers.add_parser(
         "bench", add_help=False,
-        help="benchmark relayouts (copyto) against numpy and torch (python -m strided bench "
-             "--help); 'bench convert' times dtype conversions (copyto with scale/shift) "
-             "against numpy, torch and OpenCV; 'bench layout' times Layout's per-call cost",
+        help="a self-check of this machine, in seconds: strided.copyto against np.copyto "
+             "and a memcpy of the same bytes (python -m strided bench --help)",
     )
     return parser, explain_parser
 
@@ -304,46 +301,12 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     return joined
 
 
-_BENCH_COMMANDS = """\
+def _run_self_check(argv: list[str]) -> int:
+    """``bench ...``: the self-check of this machine (:mod:`strided._cli.selfcheck`)."""
+    from strided._cli import selfcheck
 
-other benchmarks:
-  python -m strided bench convert [--quick] [--cases ...]   dtype conversion (copyto with
-      scale/shift: normalize, to uint8, int8 quantization, float16/bfloat16) against numpy,
-      torch and OpenCV, at 1 and 2 threads (--help lists its options)
-  python -m strided bench layout [--quick]   the per-call cost of Layout
-  python -m strided bench plot RECORD.json [--plot FILE]   print a run recorded with --json
-      FILE and draw its chart, without timing anything"""
-
-
-def _run_benchmark(argv: list[str]) -> int:
-    """``bench [copy] ...``: the relayout benchmark; ``bench convert ...``: the conversion
-    benchmark; ``bench layout ...``: Layout's call cost; ``bench plot RECORD.json``: a recorded
-    run of the first two, printed and drawn again."""
     try:
-        if argv[:1] == ["plot"]:
-            from strided._cli import plot
-
-            return int(plot.main(argv[1:], prog="python -m strided bench plot") or 0)
-        if argv[:1] == ["layout"]:
-            from strided._cli import bench_layout
-
-            return int(bench_layout.main(argv[1:]) or 0)
-        if argv[:1] == ["convert"]:
-            from strided._cli import bench_convert
-
-            return int(bench_convert.main(argv[1:], prog="python -m strided bench convert")
-                       or 0)
-        from strided._cli import bench_copy
-
-        if argv[:1] == ["copy"]:
-            argv = argv[1:]
-        asks_help = any(arg in ("-h", "--help") for arg in argv)
-        try:
-            return int(bench_copy.main(argv, prog="python -m strided bench",
-                                       small_default=True) or 0)
-        finally:
-            if asks_help:
-                print(_BENCH_COMMANDS)
+        return selfcheck.main(argv, prog="python -m strided bench")
     except SystemExit as exc:  # argparse's --help and errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 
@@ -374,9 +337,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args_list: list[str]) -> int:
-    """``main`` after reading argv: a benchmark, or an explanation."""
+    """``main`` after reading argv: the self-check, or an explanation."""
     if args_list[:1] == ["bench"]:
-        return _run_benchmark(args_list[1:])
+        return _run_self_check(args_list[1:])
     parser, explain_parser = _build_parser()
     try:
         args, extra = parser.parse_known_args(_attach_negative_values(args_list))

@@ -1,4 +1,4 @@
-"""What every benchmark of ``python -m strided bench`` shares: the one-line-error parser,
+"""What every benchmark of the harness shares: the one-line-error parser,
 sampling, machine facts, tables and the records that ``--json FILE`` writes.
 
 The parser and the timing method (calibrated ``timeit`` samples, contenders alternating in a
@@ -7,7 +7,7 @@ re-exported here. A **record**
 (:func:`new_record`, :func:`write_record`, :func:`read_record`) keeps a run's figures as JSON
 text: the rows (:func:`record_row`: medians in ms and GB/s by contender, the ratios), the
 contenders and their roles, the machine, the versions, the settings and the date;
-:mod:`strided._cli.plot` draws a record, live or read back.
+:mod:`harness.plot` draws a record, live or read back.
 
 Examples
 --------
@@ -245,7 +245,7 @@ def new_record(benchmark: str, title: str, *, contenders: Mapping[str, str],
     Parameters
     ----------
     benchmark : str
-        ``"copy"`` (``python -m strided bench``) or ``"convert"`` (``bench convert``).
+        ``"copy"`` (``bench_copy.py``) or ``"convert"`` (``bench_convert.py``).
     title : str
         What the benchmark compares, for the chart's title.
     contenders : mapping of str to str
@@ -310,10 +310,10 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"{os.fspath(path)!r} is not JSON: {exc}") from None
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise ValueError(f"{os.fspath(path)!r} is not a benchmark record (written by "
-                         f"python -m strided bench --json FILE)")
+                         f"benchmarks/bench_copy.py --json FILE)")
     if record.get("version") != RECORD_VERSION:
         raise ValueError(f"{os.fspath(path)!r}: record version {record.get('version')!r}, this "
-                         f"strided reads version {RECORD_VERSION}")
+                         f"harness reads version {RECORD_VERSION}")
     for key, kind in (("contenders", dict), ("rows", list), ("machine", dict),
                       ("versions", dict)):
         if not isinstance(record.get(key), kind):

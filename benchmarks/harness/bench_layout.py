@@ -1,6 +1,6 @@
 """Per-call cost of :class:`strided.Layout` against what numpy and torch users call instead.
 
-``python -m strided bench layout`` and ``python benchmarks/bench_layout.py`` call :func:`main`.
+``python benchmarks/bench_layout.py`` calls :func:`main`.
 For each case (a layout of rank 1 to 8, itemsize 4) and each operation, it times the strided
 call and the numpy and torch calls that answer the same question, side by side in one process:
 every sample runs a ``timeit`` loop of about 20 ms, the contenders take turns in an order that
@@ -69,7 +69,7 @@ from typing import Any
 
 import numpy as np
 
-from strided._cli._report import (
+from .report import (
     OneLineParser,
     check_sampling,
     loop_overhead_ns,
@@ -472,7 +472,7 @@ def report(results: Sequence[Result], *, repeat: int, sample_ms: float, overhead
     stand_ins = ("numpy: np.lib.stride_tricks.as_strided, flags.c_contiguous, "
                  "np.lib.array_utils.byte_bounds, the internal_overlap test hook; torch: "
                  "torch.as_strided, is_contiguous(); every answer checked equal to strided's "
-                 "before timing; - = no such call (python -m strided bench layout --help)")
+                 "before timing; - = no such call (python benchmarks/bench_layout.py --help)")
     facts = [*machine_facts(), _versions(torch_version), method, stand_ins]
     table = format_table(results, markdown=markdown)
     if markdown:
@@ -483,7 +483,8 @@ def report(results: Sequence[Result], *, repeat: int, sample_ms: float, overhead
     return "\n\n".join([head, table, aim_summary(results)])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_layout.py"
+         ) -> int:
     """Run the benchmark and print the table; return the exit status (0).
 
     Parameters
@@ -491,9 +492,11 @@ def main(argv: list[str] | None = None) -> int:
     argv : list of str, optional
         Command-line arguments (default ``sys.argv[1:]``): ``--quick``, ``--repeat N``,
         ``--sample-ms MS``, ``--no-torch``, ``--markdown``.
+    prog : str
+        The program name in the usage line and the errors.
     """
     parser = OneLineParser(
-        prog="python -m strided bench layout",
+        prog=prog,
         description="Per-call cost of strided.Layout (construction, span, is_contiguous, "
                     "is_packed, overlaps, buffer_size) against the numpy and torch calls that "
                     "answer the same questions (np.lib.stride_tricks.as_strided, flags, "

@@ -1,13 +1,12 @@
 """The relayout benchmark: :func:`strided.copyto` against ``np.copyto``, torch and a memcpy.
 
-``python -m strided bench`` and ``python benchmarks/bench_copy.py`` call :func:`main`. Every
-**case** is a copy users make when a view is impossible (a 2-D transpose, column-major to
-row-major, NCHW to NHWC, NCDHW to NDHWC, NCHW to the blocked NCHW4 / NCHW32, padded rows to
-packed ones, a broadcast to a packed tensor), built for a dtype and a size (the bytes of the
-logical tensor: 4, 64, 512 MiB), and the inverse of each layout change users make both ways
-(NHWC to NCHW; images HWC to CHW and back, at their own fixed shapes: 224x224x3 and
-1080x1920x3, timed once per dtype). The **contenders** copy the same source view into the same
-destination view:
+``python benchmarks/bench_copy.py`` calls :func:`main`. Every **case** is a copy users make when
+a view is impossible (a 2-D transpose, column-major to row-major, NCHW to NHWC, NCDHW to NDHWC,
+NCHW to the blocked NCHW4 / NCHW32, padded rows to packed ones, a broadcast to a packed tensor),
+built for a dtype and a size (the bytes of the logical tensor: 4, 64, 512 MiB), and the inverse
+of each layout change users make both ways (NHWC to NCHW; images HWC to CHW and back, at their
+own fixed shapes: 224x224x3 and 1080x1920x3, timed once per dtype). The **contenders** copy the
+same source view into the same destination view:
 
 - ``strided``: ``strided.copyto(dst, src, num_threads=T)``;
 - ``numpy``: ``np.copyto(dst, src)`` (numpy copies on one thread);
@@ -62,8 +61,8 @@ from typing import Any
 
 import numpy as np
 
-from strided._cli import plot
-from strided._cli._report import (
+from . import plot
+from .report import (
     OneLineParser,
     check_sampling,
     machine_facts,
@@ -97,7 +96,7 @@ __all__ = [
 MiB = 1 << 20
 #: Sizes (MiB of the logical tensor) of the full run: issue 4 §3.
 FULL_SIZES = (4.0, 64.0, 512.0)
-#: The embedded default of ``python -m strided bench``: one small size ...
+#: ``--small``: one small size ...
 SMALL_SIZES = (4.0,)
 #: ... and these cases (every kind of kernel once), so that it ends in seconds.
 SMALL_CASES = ("transpose2d", "NCHW->NHWC/C3", "NCHW->NHWC/C64", "NHWC->NCHW/C3",
@@ -351,7 +350,7 @@ CASES_BY_NAME = {case.name: case for case in CASES}
 
 def select_cases(patterns: Sequence[str] | None) -> list[Case]:
     """The cases named by ``patterns`` (exact names or case-insensitive substrings), in order
-    (:func:`strided._cli._report.select_by_name`); ``None`` selects every case."""
+    (:func:`harness.report.select_by_name`); ``None`` selects every case."""
     return select_by_name(CASES, patterns)
 
 
@@ -838,7 +837,7 @@ _ROLES = {"strided": "strided", "numpy": "peer", "torch": "peer", "cv2": "peer",
 def to_record(results: Sequence[Result], small: SmallCopy | None, *, settings: dict[str, Any],
               versions: dict[str, str | None], command: str, note: str | None = None
               ) -> dict[str, Any]:
-    """The run as a record (:func:`strided._cli._report.new_record`): what ``--json`` writes
+    """The run as a record (:func:`harness.report.new_record`): what ``--json`` writes
     and ``--plot`` draws. GB/s counts 2 x the logical tensor's bytes, as the table does."""
     threads = results[0].threads if results else TARGET_THREADS
     display = {"memcpy_par": f"memcpy x{threads}"}
@@ -898,8 +897,8 @@ def _default_threads() -> int:
     return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
-def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
-         small_default: bool = False) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_copy.py"
+         ) -> int:
     """Run the relayout benchmark and print the report; return the exit status (0).
 
     Parameters
@@ -907,16 +906,16 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     argv : list of str, optional
         Command-line arguments (default ``sys.argv[1:]``); ``--help`` lists them.
     prog : str
-        The program name in the usage line.
-    small_default : bool
-        Options not given take the small embedded default (4 MiB, a subset of the cases, 5
-        samples: seconds) instead of the full run (every case at 4, 64 and 512 MiB, 7
-        samples). ``--full`` restores the full defaults.
+        The program name in the usage line and the errors.
+
+    Options not given take the full run's defaults (every case at 4, 64 and 512 MiB, 7
+    samples); with ``--small``, those of a run of seconds (4 MiB, a subset of the cases, 5
+    samples).
 
     Bad arguments exit with status 2 and one line on stderr, and so do ``--plot`` without
     matplotlib and ``--json``/``--plot`` files in a missing directory, before anything is
     timed. ``--json FILE`` writes the results as a record (:func:`to_record`), ``--plot FILE``
-    draws them (:func:`strided._cli.plot.draw`), after the report.
+    draws them (:func:`harness.plot.draw`), after the report.
     """
     parser = OneLineParser(
         prog=prog,
@@ -924,11 +923,10 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
                     "thread count) and a contiguous memcpy of the same bytes, paired and "
                     "alternating in one process; prints GB/s (bytes read + written), the ratios "
                     "and the targets of the copy engine (64 MiB, 2 threads).",
-        epilog="cases: " + ", ".join(CASES_BY_NAME) + ". "
-               + ("Default: " + ",".join(f"{s:g}" for s in SMALL_SIZES) + " MiB, cases "
-                  + ", ".join(SMALL_CASES) + ", 5 samples; --full: every case at "
-                  if small_default else "Default: every case at ")
-               + ",".join(f"{s:g}" for s in FULL_SIZES) + " MiB, 7 samples.",
+        epilog="cases: " + ", ".join(CASES_BY_NAME) + ". Default: every case at "
+               + ",".join(f"{s:g}" for s in FULL_SIZES) + " MiB, 7 samples; --small: "
+               + ",".join(f"{s:g}" for s in SMALL_SIZES) + " MiB, cases "
+               + ", ".join(SMALL_CASES) + ", 5 samples.",
     )
     parser.add_argument("--sizes", type=_sizes, metavar="MIB,...",
                         help="sizes of the logical tensor in MiB (e.g. 4,64,512; 0.25 works)")
@@ -944,8 +942,9 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
                         help="duration of one sample of a fast contender (default 5, --quick 1)")
     parser.add_argument("--quick", action="store_true",
                         help="3 samples of ~1 ms (a smoke run for tests and CI)")
-    parser.add_argument("--full", action="store_true",
-                        help="every case at " + ",".join(f"{s:g}" for s in FULL_SIZES) + " MiB")
+    parser.add_argument("--small", action="store_true",
+                        help="a run of seconds: " + ",".join(f"{s:g}" for s in SMALL_SIZES)
+                             + f" MiB, {len(SMALL_CASES)} cases (every kind of kernel once)")
     parser.add_argument("--no-torch", action="store_true", help="leave torch out")
     parser.add_argument("--no-cv2", action="store_true", help="leave OpenCV out")
     parser.add_argument("--no-small", action="store_true", help="skip the 16-element copy")
@@ -955,7 +954,7 @@ def main(argv: list[str] | None = None, *, prog: str = "bench_copy.py",
     args = parser.parse_args(argv)
     plot.check_outputs(parser, plot=args.plot, json=args.json)
 
-    small = small_default and not args.full
+    small = args.small
     sizes = args.sizes or list(SMALL_SIZES if small else FULL_SIZES)
     try:
         cases = select_cases(args.cases or (list(SMALL_CASES) if small else None))

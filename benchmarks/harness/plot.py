@@ -1,9 +1,9 @@
-"""Charts of the benchmarks: ``bench ... --plot FILE`` and ``python -m strided bench plot``.
+"""Charts of the benchmarks: ``--plot FILE`` and ``python benchmarks/plot_record.py``.
 
 A live run and a recorded one take the same road. The relayout and conversion benchmarks turn
-their results into a **record** (:func:`strided._cli._report.new_record`: the cases, the
+their results into a **record** (:func:`harness.report.new_record`: the cases, the
 contenders, the medians in ms, GB/s, the ratios, the machine and the versions); ``--json FILE``
-writes it and ``--plot FILE`` hands it to :func:`draw`. ``python -m strided bench plot
+writes it and ``--plot FILE`` hands it to :func:`draw`. ``python benchmarks/plot_record.py
 RECORD.json`` reads a written record back, prints its facts and table (:func:`describe`) and,
 with ``--plot FILE``, hands it to the same :func:`draw`: a chart can be redrawn, or restyled,
 without timing anything again.
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strided._cli._report import OneLineParser, read_record, render_table, write_record
+from .report import OneLineParser, read_record, render_table, write_record
 
 __all__ = [
     "FORMATS",
@@ -166,7 +166,7 @@ def _colors(chart: Chart) -> dict[str, tuple[str, str]]:
 def draw(record: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Draw ``record``'s chart into ``path`` (.svg, .png or .pdf, from the extension).
 
-    The one drawing function: a live run (``--plot``) and ``bench plot RECORD.json`` both call
+    The one drawing function: a live run (``--plot``) and ``plot_record.py RECORD.json`` both call
     it with a record.
 
     Raises
@@ -262,8 +262,8 @@ def _draw_bars(ax: Any, chart: Chart) -> None:
 def add_options(parser: argparse.ArgumentParser) -> None:
     """``--json FILE``, ``--plot FILE`` and ``--note TEXT`` (bench and bench convert)."""
     parser.add_argument("--json", metavar="FILE",
-                        help="write the measured results as a record (JSON): python -m strided "
-                             "bench plot FILE redraws its chart later")
+                        help="write the measured results as a record (JSON): python "
+                             "benchmarks/plot_record.py FILE redraws its chart later")
     parser.add_argument("--plot", metavar="FILE",
                         help="draw the results as a chart: GB/s per case and contender "
                              f"({', '.join(FORMATS)} from the extension; needs matplotlib: "
@@ -309,7 +309,7 @@ def save(parser: argparse.ArgumentParser, record: Mapping[str, Any], *, plot: st
         print(f"{what} written to {path}", file=sys.stderr, flush=True)
 
 
-# ---- python -m strided bench plot RECORD.json -----------------------------------------------
+# ---- python benchmarks/plot_record.py RECORD.json -------------------------------------------
 
 
 def _gbps(value: float | None) -> str:
@@ -410,7 +410,7 @@ def _table(record: Mapping[str, Any], markdown: bool) -> str:
     return render_table(header, rows, set(range(2, len(header))) - {best}, markdown)
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "python -m strided bench plot"
+def main(argv: Sequence[str] | None = None, *, prog: str = "python benchmarks/plot_record.py"
          ) -> int:
     """Print a recorded run (``--json FILE`` of a benchmark) and, with ``--plot``, draw it.
 
@@ -429,8 +429,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m strided be
     """
     parser = OneLineParser(
         prog=prog,
-        description="Print a recorded benchmark run (written by python -m strided bench --json "
-                    "FILE, or bench convert --json FILE): the machine, the versions and the "
+        description="Print a recorded benchmark run (written by bench_copy.py --json FILE or "
+                    "bench_convert.py --json FILE): the machine, the versions and the "
                     "table in GB/s; with --plot FILE, draw its chart as a live run's --plot "
                     "does, without timing anything.",
     )

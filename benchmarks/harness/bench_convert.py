@@ -2,7 +2,7 @@
 write today (numpy ufuncs, torch ops, OpenCV) and against the floors (a contiguous cast of the
 same elements, a memcpy of the same bytes).
 
-``python -m strided bench convert`` and ``python benchmarks/bench_convert.py`` call :func:`main`.
+``python benchmarks/bench_convert.py`` calls :func:`main`.
 Every **case** (issue 13 §4) is a conversion a model's pre- or post-processing makes, run on a
 few **configs** (sizes, formats, dtypes):
 
@@ -23,7 +23,7 @@ roundings): strided and the contenders marked ``equal`` must match it bit for bi
 ``AssertionError`` otherwise, with a reproducer); the contenders that round differently (torch's
 ``div``/``sub`` chain, OpenCV) must stay within a stated tolerance and the report gives their
 largest difference. Then the samples run every contender once, in an order rotating from sample
-to sample (:func:`strided._cli._report.sample_alternating`), at 1 and 2 threads
+to sample (:func:`harness.report.sample_alternating`), at 1 and 2 threads
 (``num_threads``, ``torch.set_num_threads`` and ``cv2.setNumThreads`` matched; numpy runs on one
 thread). The tables give the median ms per call, strided's GB/s (bytes read + written), the
 medians of the paired ratios ``strided / best peer``, ``strided / floor`` (``/ memcpy``) and the
@@ -56,8 +56,9 @@ from typing import Any
 
 import numpy as np
 
-from strided._cli import plot
-from strided._cli._report import (
+from . import plot
+from .bench_copy import _cpu_seconds, _others_share, _parallel_memmove
+from .report import (
     OneLineParser,
     check_sampling,
     machine_facts,
@@ -69,7 +70,6 @@ from strided._cli._report import (
     sample_alternating,
     select_by_name,
 )
-from strided._cli.bench_copy import _cpu_seconds, _others_share, _parallel_memmove
 
 __all__ = [
     "CASES",
@@ -699,7 +699,7 @@ CASES_BY_NAME = {case.name: case for case in CASES}
 
 def select_cases(patterns: Sequence[str] | None) -> list[Case]:
     """The cases named by ``patterns`` (exact names or case-insensitive substrings), in order
-    (:func:`strided._cli._report.select_by_name`); ``None`` selects every case."""
+    (:func:`harness.report.select_by_name`); ``None`` selects every case."""
     return select_by_name(CASES, patterns)
 
 
@@ -1009,7 +1009,7 @@ def report(results: Sequence[Result], libs: Libraries, *, repeat: int, sample_ms
 
 def to_record(results: Sequence[Result], libs: Libraries, *, settings: dict[str, Any],
               command: str, note: str | None = None, quick: bool = False) -> dict[str, Any]:
-    """The run as a record (:func:`strided._cli._report.new_record`): what ``--json`` writes
+    """The run as a record (:func:`harness.report.new_record`): what ``--json`` writes
     and ``--plot`` draws. GB/s counts the bytes read + written by the conversion (source and
     destination tensors), as the tables do, for every contender."""
     rows = [record_row(r.case.name, r.label, r.threads, r.nbytes, r.times,
@@ -1047,13 +1047,13 @@ def _threads(text: str) -> list[int]:
     return values
 
 
-def main(argv: list[str] | None = None, *, prog: str = "bench_convert.py") -> int:
+def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_convert.py") -> int:
     """Run the conversion benchmark and print the report; return the exit status (0).
 
     Bad arguments exit with status 2 and one line on stderr, and so do ``--plot`` without
     matplotlib and ``--json``/``--plot`` files in a missing directory, before anything is
     timed. ``--json FILE`` writes the results as a record (:func:`to_record`), ``--plot FILE``
-    draws them (:func:`strided._cli.plot.draw`), after the report.
+    draws them (:func:`harness.plot.draw`), after the report.
     """
     parser = OneLineParser(
         prog=prog,
