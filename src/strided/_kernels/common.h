@@ -1,6 +1,7 @@
-/* Shared ground of strided's copy kernels: element types of alignment 1, the block kinds and
- * store flags, and the SIMD level found at run time (st_cpu_init, st_set_simd). Every other
- * header of _kernels/ includes this one; none knows layouts, validation or threads. */
+/* Shared ground of strided's kernels, copy and conversion: element types of alignment 1, the
+ * block kinds and store flags, the index type and inline marker, and what the CPU offers, found
+ * at run time once per extension module that includes it (st_cpu_init, st_set_simd). Every
+ * other header of _kernels/ includes this one; none knows layouts, validation or threads. */
 #ifndef STRIDED_KERNELS_COMMON_H
 #define STRIDED_KERNELS_COMMON_H
 
@@ -59,12 +60,15 @@ enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8 };
  * once, when _copy is imported (before any thread copies); st_set_simd() lowers it, so tests
  * and benchmarks can run every level on one machine. 0: SSE2, 1: + SSSE3, 2: + AVX2. */
 static int st_simd = 0, st_simd_found = 0;
+/* F16C (float16 <-> float32 in registers), which the conversion kernels use beside AVX2. */
+static int st_has_f16c = 0;
 
 static inline int st_cpu_init(void)
 {
 #if ST_X86_GNU
     __builtin_cpu_init();
     st_simd_found = !__builtin_cpu_supports("ssse3") ? 0 : !__builtin_cpu_supports("avx2") ? 1 : 2;
+    st_has_f16c = st_simd_found == 2 && __builtin_cpu_supports("f16c") != 0;
 #endif
     st_simd = st_simd_found;
     return st_simd_found;

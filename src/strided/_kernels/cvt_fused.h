@@ -1,0 +1,269 @@
+/* Fused conversion rows: both sides unit-stride, the pairs the pipelines use (8-bit <-> float32
+ * affine, float32 <-> float16 / bfloat16, float32 -> 8-bit quantizing and saturating), written
+ * for the compiler to vectorise or in intrinsics, baseline and AVX2 (+ F16C). */
+#ifndef STRIDED_KERNELS_CVT_FUSED_H
+#define STRIDED_KERNELS_CVT_FUSED_H
+
+#include "cvt_values.h"
+
+/* ---- fused rows: unit strides, the pipelines' pairs ------------------------------------------ */
+/* Each body is plain C the compiler vectorises; ST_CVT_FUSED instantiates it for the baseline
+ * and, on x86 with GCC/Clang, again for AVX2 + F16C (chosen at run time). Parameters: scale and
+ * shift of the compute type at stride ps (0: one value for the row, 1: one per element).
+ * Rows start at any byte (a float64 view of a uint8 buffer at an odd address is a valid
+ * source), so elements are loaded and stored through memcpy (st_ld_*, st_st_*), never through
+ * a float* or uint16_t* that would assert an alignment the row does not have; GCC and Clang
+ * turn each into one unaligned move and vectorise the loops as before (checked with
+ * -fopt-info-vec and in the object code: the same vector loops as with typed pointers).
+ * The parameters are the engine's own float buffers, aligned. */
+
+typedef void (*st_fused_fn)(char *d, const char *s, st_idx n, const void *scale,
+                            const void *shift, st_idx ps);
+
+/* t = (float)source element i * scale + shift, then OUT stores t; LOAD(p) reads an element
+ * of SIZE bytes at p. */
+#define ST_AFFINE_BODY(LOAD, SIZE, OUT)                                                       \
+    const float *a = (const float *)scale, *c = (const float *)shift;                         \
+    if (ps == 0) {                                                                            \
+        const float a0 = a[0], c0 = c[0];                                                     \
+        for (st_idx i = 0; i < n; i++) {                                                     \
+            float t = (float)LOAD(s + (SIZE) * i) * a0;                                       \
+            t = t + c0;                                                                       \
+            OUT;                                                                              \
+        }                                                                                     \
+    } else {                                                                                  \
+        for (st_idx i = 0; i < n; i++) {                                                     \
+            float t = (float)LOAD(s + (SIZE) * i) * a[i];                                     \
+            t = t + c[i];                                                                     \
+            OUT;                                                                              \
+        }                                                                                     \
+    }
+
+/* A plain cast of a unit-stride row: EXPR converts `v`, an element of TS (loaded by st_ld_SN),
+ * to TD (stored by st_st_DN). */
+#define ST_DEF_PLAIN(NAME, SUFFIX, ATTR, TS, SN, TD, DN, EXPR)                                \
+    ATTR static void NAME##_##SUFFIX(char *d, const char *s, st_idx n, const void *scale,    \
+                                     const void *shift, st_idx ps)                           \
+    {                                                                                         \
+        (void)scale; (void)shift; (void)ps;                                                   \
+        for (st_idx i = 0; i < n; i++) {                                                     \
+            TS v = st_ld_##SN(s + sizeof(TS) * i);                                            \
+            st_st_##DN(d + sizeof(TD) * i, EXPR);                                             \
+        }                                                                                     \
+    }
+
+/* float32 -> a small integer type, truncated toward zero, saturated, NaN -> 0 (the values of
+ * st_trunc_*: -1 < v < 0 truncates to 0 either way). */
+#define ST_TRUNC_SAT_F32(v, lo, hi)                                                           \
+    ((v) != (v) ? 0 : (v) <= (lo) ? (int32_t)(lo) : (v) >= (hi) ? (int32_t)(hi) : (int32_t)(v))
+
+#define ST_DEF_PLAINS(SUFFIX, ATTR)                                                           \
+    ST_DEF_PLAIN(st_p_u8_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)v)                \
+    ST_DEF_PLAIN(st_p_i8_f32, SUFFIX, ATTR, int8_t, i8, float, f32, (float)v)                 \
+    ST_DEF_PLAIN(st_p_u16_f32, SUFFIX, ATTR, uint16_t, u16, float, f32, (float)v)             \
+    ST_DEF_PLAIN(st_p_i16_f32, SUFFIX, ATTR, int16_t, i16, float, f32, (float)v)              \
+    ST_DEF_PLAIN(st_p_i32_f32, SUFFIX, ATTR, int32_t, i32, float, f32, (float)v)              \
+    ST_DEF_PLAIN(st_p_u8_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)v)              \
+    ST_DEF_PLAIN(st_p_f32_f64, SUFFIX, ATTR, float, f32, double, f64, (double)v)              \
+    ST_DEF_PLAIN(st_p_f64_f32, SUFFIX, ATTR, double, f64, float, f32, (float)v)               \
+    ST_DEF_PLAIN(st_p_f32_u16, SUFFIX, ATTR, float, f32, uint16_t, u16,                       \
+                 (uint16_t)ST_TRUNC_SAT_F32(v, 0.0f, 65535.0f))                               \
+    ST_DEF_PLAIN(st_p_f32_i16, SUFFIX, ATTR, float, f32, int16_t, i16,                        \
+                 (int16_t)ST_TRUNC_SAT_F32(v, -32768.0f, 32767.0f))
+
+ST_DEF_PLAINS(base, )
+#if ST_X86_GNU
+ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
+#endif
+
+#define ST_DEF_FUSED(SUFFIX, ATTR)                                                            \
+    ATTR static void st_u8_f32_##SUFFIX(char *d, const char *s, st_idx n, const void *scale, \
+                                        const void *shift, st_idx ps)                        \
+    {                                                                                         \
+        ST_AFFINE_BODY(st_ld_u8, 1, st_st_f32(d + 4 * i, t))                                  \
+    }                                                                                         \
+    ATTR static void st_i8_f32_##SUFFIX(char *d, const char *s, st_idx n, const void *scale, \
+                                        const void *shift, st_idx ps)                        \
+    {                                                                                         \
+        ST_AFFINE_BODY(st_ld_i8, 1, st_st_f32(d + 4 * i, t))                                  \
+    }                                                                                         \
+    ATTR static void st_f32_f32_##SUFFIX(char *d, const char *s, st_idx n,                   \
+                                         const void *scale, const void *shift, st_idx ps)    \
+    {                                                                                         \
+        ST_AFFINE_BODY(st_ld_f32, 4, st_st_f32(d + 4 * i, t))                                 \
+    }                                                                                         \
+    ATTR static void st_f32_bf16_##SUFFIX(char *d, const char *s, st_idx n,                  \
+                                          const void *scale, const void *shift, st_idx ps)   \
+    {                                                                                         \
+        (void)scale; (void)shift; (void)ps;                                                   \
+        for (st_idx i = 0; i < n; i++) {                                                     \
+            uint32_t u = st_ld_u32(s + 4 * i);                                                \
+            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                              \
+            st_st_u16(d + 2 * i, (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : r));  \
+        }                                                                                     \
+    }                                                                                         \
+    ATTR static void st_bf16_f32_##SUFFIX(char *d, const char *s, st_idx n,                  \
+                                          const void *scale, const void *shift, st_idx ps)   \
+    {                                                                                         \
+        (void)scale; (void)shift; (void)ps;                                                   \
+        for (st_idx i = 0; i < n; i++)                                                       \
+            st_st_u32(d + 4 * i, (uint32_t)st_ld_u16(s + 2 * i) << 16);                       \
+    }
+
+ST_DEF_FUSED(base, )
+#if ST_X86_GNU
+ST_DEF_FUSED(avx2, __attribute__((target("avx2"))))
+
+/* float32 <-> float16 with F16C: 8 at a time (round to nearest even, as the portable code). */
+__attribute__((target("avx2,f16c"))) static void st_f32_f16_f16c(char *d, const char *s,
+                                                                 st_idx n, const void *scale,
+                                                                 const void *shift, st_idx ps)
+{
+    st_idx i = 0;
+    (void)scale; (void)shift; (void)ps;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps((const float *)(const void *)(s + 4 * i));
+        _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    for (; i < n; i++) st_st_u16(d + 2 * i, st_f32_to_f16(st_ld_f32(s + 4 * i)));
+}
+
+__attribute__((target("avx2,f16c"))) static void st_f16_f32_f16c(char *d, const char *s,
+                                                                 st_idx n, const void *scale,
+                                                                 const void *shift, st_idx ps)
+{
+    st_idx i = 0;
+    (void)scale; (void)shift; (void)ps;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+        _mm256_storeu_ps((float *)(void *)(d + 4 * i), _mm256_cvtph_ps(h));
+    }
+    for (; i < n; i++) st_st_f32(d + 4 * i, st_f16_to_f32(st_ld_u16(s + 2 * i)));
+}
+#endif
+
+static void st_f32_f16_base(char *d, const char *s, st_idx n, const void *scale,
+                            const void *shift, st_idx ps)
+{
+    (void)scale; (void)shift; (void)ps;
+    for (st_idx i = 0; i < n; i++) st_st_u16(d + 2 * i, st_f32_to_f16(st_ld_f32(s + 4 * i)));
+}
+
+static void st_f16_f32_base(char *d, const char *s, st_idx n, const void *scale,
+                            const void *shift, st_idx ps)
+{
+    (void)scale; (void)shift; (void)ps;
+    for (st_idx i = 0; i < n; i++) st_st_f32(d + 4 * i, st_f16_to_f32(st_ld_u16(s + 2 * i)));
+}
+
+/* ---- float32 -> 8-bit integers: quantizing and saturating casts, in intrinsics ------------------
+ * The compiler does not vectorise the saturate-and-round of a float into a byte, so these are
+ * written out: NaN -> 0 (an ordered-compare mask), clamp to the range, convert (rounding to
+ * nearest even by the default MXCSR mode for the affine step, truncating for a plain cast), and
+ * pack with saturation. `affine`, `sign` are compile-time constants of each wrapper. */
+
+ST_INLINE int32_t st_f32_byte_scalar(float t, int affine, int sign)
+{
+    double v = affine ? rint((double)t) : (double)t;
+    return sign ? st_trunc_i8(v) : st_trunc_u8(v);
+}
+
+ST_INLINE void st_f32_bytes_sse2(char *d, const char *s, st_idx n, const void *scale,
+                                 const void *shift, st_idx ps, int affine, int sign)
+{
+    const float *a = (const float *)scale, *c = (const float *)shift;
+    st_idx i = 0;
+#if ST_HAVE_SSE2
+    const __m128 lo = _mm_set1_ps(sign ? -128.0f : 0.0f), hi = _mm_set1_ps(sign ? 127.0f : 255.0f);
+    __m128 a0 = _mm_setzero_ps(), c0 = _mm_setzero_ps();
+    if (affine && ps == 0) { a0 = _mm_set1_ps(a[0]); c0 = _mm_set1_ps(c[0]); }
+    for (; i + 16 <= n; i += 16) {
+        __m128i q[4];
+        for (int k = 0; k < 4; k++) {
+            __m128 t = _mm_loadu_ps((const float *)(const void *)(s + 4 * (i + 4 * k)));
+            if (affine) {
+                __m128 sa = ps ? _mm_loadu_ps(a + i + 4 * k) : a0;
+                __m128 sc = ps ? _mm_loadu_ps(c + i + 4 * k) : c0;
+                t = _mm_add_ps(_mm_mul_ps(t, sa), sc);
+            }
+            t = _mm_and_ps(t, _mm_cmpord_ps(t, t));
+            t = _mm_min_ps(_mm_max_ps(t, lo), hi);
+            q[k] = affine ? _mm_cvtps_epi32(t) : _mm_cvttps_epi32(t);
+        }
+        __m128i w0 = _mm_packs_epi32(q[0], q[1]), w1 = _mm_packs_epi32(q[2], q[3]);
+        _mm_storeu_si128((__m128i *)(void *)(d + i),
+                         sign ? _mm_packs_epi16(w0, w1) : _mm_packus_epi16(w0, w1));
+    }
+#endif
+    for (; i < n; i++) {
+        float t = st_ld_f32(s + 4 * i);
+        if (affine) {
+            t = t * a[i * ps];
+            t = t + c[i * ps];
+        }
+        d[i] = (char)st_f32_byte_scalar(t, affine, sign);
+    }
+}
+
+#define ST_DEF_BYTES(NAME, AFFINE, SIGN, SUFFIX, BODY)                                        \
+    static void NAME##_##SUFFIX(char *d, const char *s, st_idx n, const void *scale,         \
+                                const void *shift, st_idx ps)                                \
+    {                                                                                         \
+        BODY(d, s, n, scale, shift, ps, AFFINE, SIGN);                                        \
+    }
+ST_DEF_BYTES(st_f32_u8, 1, 0, base, st_f32_bytes_sse2)
+ST_DEF_BYTES(st_f32_i8, 1, 1, base, st_f32_bytes_sse2)
+ST_DEF_BYTES(st_p_f32_u8, 0, 0, base, st_f32_bytes_sse2)
+ST_DEF_BYTES(st_p_f32_i8, 0, 1, base, st_f32_bytes_sse2)
+
+#if ST_X86_GNU
+/* AVX2: 32 floats to 32 bytes a round; the packs work per 128-bit lane, so a final
+ * permutation puts the four 8-byte groups back in order. */
+__attribute__((target("avx2"))) static inline void
+st_f32_bytes_avx2(char *d, const char *s, st_idx n, const void *scale, const void *shift,
+                  st_idx ps, int affine, int sign)
+{
+    const float *a = (const float *)scale, *c = (const float *)shift;
+    st_idx i = 0;
+    const __m256 lo = _mm256_set1_ps(sign ? -128.0f : 0.0f);
+    const __m256 hi = _mm256_set1_ps(sign ? 127.0f : 255.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256 a0 = _mm256_setzero_ps(), c0 = _mm256_setzero_ps();
+    if (affine && ps == 0) { a0 = _mm256_set1_ps(a[0]); c0 = _mm256_set1_ps(c[0]); }
+    for (; i + 32 <= n; i += 32) {
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 t = _mm256_loadu_ps((const float *)(const void *)(s + 4 * (i + 8 * k)));
+            if (affine) {
+                __m256 sa = ps ? _mm256_loadu_ps(a + i + 8 * k) : a0;
+                __m256 sc = ps ? _mm256_loadu_ps(c + i + 8 * k) : c0;
+                t = _mm256_add_ps(_mm256_mul_ps(t, sa), sc);
+            }
+            t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
+            t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+            q[k] = affine ? _mm256_cvtps_epi32(t) : _mm256_cvttps_epi32(t);
+        }
+        __m256i w0 = _mm256_packs_epi32(q[0], q[1]), w1 = _mm256_packs_epi32(q[2], q[3]);
+        __m256i b = sign ? _mm256_packs_epi16(w0, w1) : _mm256_packus_epi16(w0, w1);
+        _mm256_storeu_si256((__m256i *)(void *)(d + i), _mm256_permutevar8x32_epi32(b, order));
+    }
+    if (i < n)
+        st_f32_bytes_sse2(d + i, s + 4 * i, n - i, a + (ps ? i : 0), c + (ps ? i : 0), ps,
+                          affine, sign);
+}
+__attribute__((target("avx2"))) static void st_f32_u8_avx2(char *d, const char *s, st_idx n,
+    const void *scale, const void *shift, st_idx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 1, 0); }
+__attribute__((target("avx2"))) static void st_f32_i8_avx2(char *d, const char *s, st_idx n,
+    const void *scale, const void *shift, st_idx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 1, 1); }
+__attribute__((target("avx2"))) static void st_p_f32_u8_avx2(char *d, const char *s, st_idx n,
+    const void *scale, const void *shift, st_idx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 0, 0); }
+__attribute__((target("avx2"))) static void st_p_f32_i8_avx2(char *d, const char *s, st_idx n,
+    const void *scale, const void *shift, st_idx ps)
+{ st_f32_bytes_avx2(d, s, n, scale, shift, ps, 0, 1); }
+#endif
+
+#endif /* STRIDED_KERNELS_CVT_FUSED_H */
