@@ -97,58 +97,20 @@ cdef extern from "_kernels/convert_tiles.h":
 
 st_cvt_init()   # once, at import
 
-TYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
-"""The element types the engine converts between, by numpy's (and torch's) names."""
+# The element types, their codes and numpy's casting rules: one table, strided._dtypes (pure
+# Python; the adapters read it without importing this engine). This module re-exports the names
+# its stub has always listed.
+from strided._dtypes import CASTINGS, TYPE_NAMES, can_cast, check_pair, compute_type  # no-cython-lint
+from strided._dtypes import CODES as _CODES
 
-_CODES = {name: code for code, name in enumerate(TYPE_NAMES)}
-_COMPLEX = frozenset({"complex64", "complex128"})
-# The affine step runs in numpy's result_type(src, float32): float64 for these sources
-_WIDE_SOURCES = frozenset({"int32", "int64", "uint32", "uint64", "float64"})
-
-
-def compute_type(src_type):
-    """The compute type of the affine step for a source type: ``"float32"`` or ``"float64"``
-    (numpy's ``result_type(src, float32)``)."""
-    return "float64" if _type_code(src_type, "src_type") in _WIDE_CODES else "float32"
+# The affine step runs in numpy's result_type(src, float32) (strided._dtypes.compute_type)
+_WIDE_CODES = frozenset(_CODES[n] for n in TYPE_NAMES if compute_type(n) == "float64")
 
 
-cdef int _type_code(object name, str what) except -1:
-    if not isinstance(name, str) or name not in _CODES:
-        raise TypeError(f"{what} must be one of {', '.join(TYPE_NAMES)}; got {name!r}")
-    return _CODES[name]
-
-
-_WIDE_CODES = frozenset(_CODES[n] for n in _WIDE_SOURCES)
-
-
-def check_pair(dst_type, src_type, affine=False):
-    """Raise TypeError when the engine does not convert ``src_type`` to ``dst_type`` (with the
-    affine step when ``affine``); return None otherwise."""
-    key = (dst_type, src_type, bool(affine))
-    if type(dst_type) is str and type(src_type) is str and key in _PAIRS:
-        return
-    _type_code(dst_type, "dst_type")
-    _type_code(src_type, "src_type")
-    _check_pair(dst_type, src_type, affine)
-    _PAIRS.add(key)
-
-
-# (dst, src, affine) of pairs check_pair accepted: every converting call asks
-cdef set _PAIRS = set()
-
-
-cdef int _check_pair(str dst_type, str src_type, bint affine) except -1:
-    if src_type in _COMPLEX and dst_type not in _COMPLEX:
-        raise TypeError(f"cannot convert {src_type} to {dst_type}: strided does not discard "
-                        f"imaginary parts (take .real first)")
-    if affine and (src_type in _COMPLEX or dst_type in _COMPLEX):
-        raise TypeError(f"scale/shift are not supported for complex values ({src_type} -> "
-                        f"{dst_type})")
-    if affine and dst_type == "bool":
-        raise TypeError(f"scale/shift cannot produce a bool destination ({src_type} -> bool): "
-                        f"compare the values instead")
-    return 0
+def _type_sizes():
+    """The kernels' item size of every engine code (``_kernels/types.h``), for the test that
+    the compiled table agrees with strided._dtypes."""
+    return tuple(st_type_size[code] for code in range(ST_NTYPES))
 
 
 # --------------------------------------------------------------------------------------------
@@ -985,89 +947,3 @@ def _tune(tile_bytes=None, period_items=None, tile_columns=None, convert_last=No
     if period_items is not None:
         _PERIOD_ITEMS = max(1, int(period_items))
     return old
-
-
-# --------------------------------------------------------------------------------------------
-# numpy's casting rules, on the engine's type names
-# --------------------------------------------------------------------------------------------
-
-CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
-
-# kind order of numpy's same_kind rule: a cast may go up this order (uint -> int too), not down
-_KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3, "c": 4}
-
-
-cdef tuple _kind_bits(str name):
-    if name == "bool":
-        return "b", 8
-    if name == "bfloat16":
-        return "f", 16
-    for prefix, kind in (("uint", "u"), ("int", "i"), ("float", "f"), ("complex", "c")):
-        if name.startswith(prefix):
-            return kind, int(name[len(prefix):])
-    raise AssertionError(name)
-
-
-cdef int _float_bits_for(str kind, int bits):
-    """The narrowest float that holds every integer of `bits` bits (numpy's safe rule)."""
-    return 16 if bits <= 8 else 32 if bits <= 16 else 64
-
-
-cdef bint _safe(str src, str dst):
-    sk, sb = _kind_bits(src)
-    dk, db = _kind_bits(dst)
-    if src == dst or sk == "b":
-        return True
-    if dk == "b":
-        return False
-    if sk in "ui" and dk in "ui":
-        if sk == dk:
-            return db >= sb
-        return sk == "u" and db > sb
-    if sk in "ui" and dk == "f":
-        return db >= _float_bits_for(sk, sb) and not (dst == "float16" and sb > 8)
-    if sk in "ui" and dk == "c":
-        return db // 2 >= _float_bits_for(sk, sb) and db // 2 >= 32
-    if sk == "f" and dk == "f":
-        return db > sb
-    if sk == "f" and dk == "c":
-        return db // 2 >= sb
-    if sk == "c" and dk == "c":
-        return db >= sb
-    return False
-
-
-def can_cast(src_type, dst_type, casting):
-    """Whether numpy's ``can_cast(src, dst, casting)`` allows the cast, on engine type names.
-
-    bfloat16 (which numpy itself does not have) is safe from bool, int8 and uint8 and to
-    float32, float64 and the complex types, as ml_dtypes registers it; among the floats it is
-    same_kind both ways (torch's rule; ml_dtypes refuses bfloat16 -> float16 as same_kind).
-    """
-    if type(src_type) is str and type(dst_type) is str and type(casting) is str:
-        answer = _CAN_CAST.get((src_type, dst_type, casting))
-        if answer is not None:
-            return answer
-    answer = _can_cast(src_type, dst_type, casting)
-    _CAN_CAST[(src_type, dst_type, casting)] = answer
-    return answer
-
-
-# (src, dst, casting) -> can_cast's answer: every converting call asks (a few us of string
-# rules each time); at most 15 x 15 x 5 entries, each written once with the same value
-cdef dict _CAN_CAST = {}
-
-
-cdef bint _can_cast(object src_type, object dst_type, object casting) except -1:
-    _type_code(src_type, "src_type")
-    _type_code(dst_type, "dst_type")
-    if casting not in CASTINGS:
-        raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}, got "
-                         f"{casting!r}")
-    if casting in ("no", "equiv"):
-        return src_type == dst_type
-    if casting == "unsafe" or _safe(src_type, dst_type):
-        return True
-    if casting == "safe":
-        return False
-    return _KIND_ORDER[_kind_bits(src_type)[0]] <= _KIND_ORDER[_kind_bits(dst_type)[0]]

@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from strided import _convert, _copy, _core
+from strided import _convert, _copy, _core, _dtypes
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
 from strided.interop import describe, view
@@ -214,12 +214,12 @@ def _casting_name(casting: Any) -> str:
     else:
         name = _CASTINGS.get(casting)
     if name is None:
-        raise ValueError(f"casting must be one of {', '.join(map(repr, _convert.CASTINGS))}, "
+        raise ValueError(f"casting must be one of {', '.join(map(repr, _dtypes.CASTINGS))}, "
                          f"got {casting!r}")
     return name
 
 
-_CASTINGS = {name: name for name in _convert.CASTINGS}
+_CASTINGS = {name: name for name in _dtypes.CASTINGS}
 _SAME_KIND = "same_kind"    # copyto's default (the same interned str: `is` tells it)
 _PLAIN = Conversion()
 
@@ -280,13 +280,13 @@ def _conversion_types(dst_record: MemoryRecord, dst: Any, src_record: MemoryReco
         if type_name is None:
             raise TypeError(
                 f"{name} has dtype {library.dtype_name(x, record)}, which strided does not "
-                f"convert: it converts between {', '.join(_convert.TYPE_NAMES)} (native byte "
+                f"convert: it converts between {', '.join(_dtypes.TYPE_NAMES)} (native byte "
                 f"order); for other dtypes dst and src must have the same dtype"
             )
         names.append(type_name)
     dst_type, src_type = names
-    _convert.check_pair(dst_type, src_type, conversion.affine)
-    if not _convert.can_cast(src_type, dst_type, conversion.casting):
+    _dtypes.check_pair(dst_type, src_type, conversion.affine)
+    if not _dtypes.can_cast(src_type, dst_type, conversion.casting):
         raise TypeError(
             f"cannot copy src of dtype {library.dtype_name(src, src_record)} into dst of dtype "
             f"{library.dtype_name(dst, dst_record)} with casting={conversion.casting!r} "

@@ -15,16 +15,7 @@
 #include <immintrin.h>
 #endif
 
-/* The element types, in the order of _convert.pyx's TYPE_NAMES. */
-enum {
-    ST_BOOL, ST_I8, ST_I16, ST_I32, ST_I64, ST_U8, ST_U16, ST_U32, ST_U64,
-    ST_F16, ST_BF16, ST_F32, ST_F64, ST_C64, ST_C128, ST_NTYPES
-};
-
-/* How a row converts: a plain cast, or the affine step in float32 / float64. */
-enum { ST_CVT_PLAIN = 0, ST_CVT_AFF32 = 1, ST_CVT_AFF64 = 2 };
-
-static const int st_type_size[ST_NTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+#include "types.h"   /* the element types' codes and sizes */
 
 /* What the CPU has: common.h's one detection, run when _convert is imported (this module's
  * own copy of its statics); the SIMD level a call may use still comes from _copy.simd_level. */

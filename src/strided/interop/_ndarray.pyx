@@ -19,8 +19,8 @@ from strided._copy cimport copy_elements, copy_threads
 from strided.interop._tensor cimport copy_tensors
 
 # Private aliases: the module's public names are those of its stub (_ndarray.pyi).
-from strided._convert import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
-from strided._convert import can_cast, check_pair
+from strided._dtypes import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
+from strided._dtypes import can_cast, check_pair
 
 import sys
 from strided._copy import copyto_buffers
@@ -33,6 +33,8 @@ cdef extern from *:
     /* the oldest numpy that strided supports at run time (pyproject.toml) */
     #define NPY_TARGET_VERSION NPY_2_2_API_VERSION
     #include <numpy/arrayobject.h>
+
+    #include "_kernels/types.h"   /* the engine's type codes (strided._dtypes.TYPE_NAMES) */
 
     static int st_numpy_import(void) { return PyArray_ImportNumPyAPI(); }
 
@@ -55,7 +57,7 @@ cdef extern from *:
     static int st_exact_array(PyObject *a) { return PyArray_CheckExact(a); }
     static int st_any_array(PyObject *a) { return PyArray_Check(a); }
 
-    /* The conversion engine's type code (strided._convert.TYPE_NAMES) of a plain ndarray's
+    /* The conversion engine's type code (strided._dtypes.TYPE_NAMES) of a plain ndarray's
      * dtype, or -1: byte-swapped, not a number, or a type the engine has no code for. */
     static int st_type_code(PyObject *a)
     {
@@ -63,17 +65,19 @@ cdef extern from *:
         int n = d->type_num, size = (int)PyDataType_ELSIZE(d);
         if (!PyArray_ISNBO(d->byteorder)) return -1;
         switch (n) {
-            case NPY_BOOL: return 0;
-            case NPY_HALF: return 9;
-            case NPY_FLOAT: return 11;
-            case NPY_DOUBLE: return 12;
-            case NPY_CFLOAT: return 13;
-            case NPY_CDOUBLE: return 14;
+            case NPY_BOOL: return ST_BOOL;
+            case NPY_HALF: return ST_F16;
+            case NPY_FLOAT: return ST_F32;
+            case NPY_DOUBLE: return ST_F64;
+            case NPY_CFLOAT: return ST_C64;
+            case NPY_CDOUBLE: return ST_C128;
         }
         if (PyTypeNum_ISSIGNED(n))
-            return size == 1 ? 1 : size == 2 ? 2 : size == 4 ? 3 : size == 8 ? 4 : -1;
+            return size == 1 ? ST_I8 : size == 2 ? ST_I16 : size == 4 ? ST_I32
+                 : size == 8 ? ST_I64 : -1;
         if (PyTypeNum_ISUNSIGNED(n))
-            return size == 1 ? 5 : size == 2 ? 6 : size == 4 ? 7 : size == 8 ? 8 : -1;
+            return size == 1 ? ST_U8 : size == 2 ? ST_U16 : size == 4 ? ST_U32
+                 : size == 8 ? ST_U64 : -1;
         return -1;
     }
     static int st_writeable(PyObject *a) { return PyArray_ISWRITEABLE((PyArrayObject *)a); }
@@ -169,6 +173,31 @@ def copyto_arrays(dst, src, num_threads=None, casting="same_kind", scale=None, s
                          st_itemsize(dst), count, nthreads) == 0
 
 
+# (dst code, src code, casting, affine) of the conversions the one table (strided._dtypes)
+# allows: the fast path asks on every call, its rules run once per key. Only allowed keys are
+# kept (a refusal goes to the checked path, which explains it); each is written once, True.
+cdef dict _ALLOWED = {}
+
+
+cdef bint _allowed(int dst_code, int src_code, object casting, bint affine) except -1:
+    """Whether casting allows the conversion and the engine converts the pair."""
+    cdef tuple key
+    if type(casting) is not str:
+        return False
+    key = (dst_code, src_code, casting, affine)
+    if key in _ALLOWED:
+        return True
+    dst_type, src_type = _TYPE_NAMES[dst_code], _TYPE_NAMES[src_code]
+    if casting not in _CASTINGS or not can_cast(src_type, dst_type, casting):
+        return False
+    try:
+        check_pair(dst_type, src_type, affine)
+    except TypeError:
+        return False
+    _ALLOWED[key] = True
+    return True
+
+
 def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     """Convert ``src`` into ``dst`` when both are plain numpy arrays the conversion engine
     takes as they are: the fast path of a converting :func:`strided.copyto`.
@@ -201,13 +230,7 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     src_code = st_type_code(src)
     if nd != st_ndim(src) or nd > MAX_NDIM or dst_code < 0 or src_code < 0:
         return False
-    dst_type, src_type = _TYPE_NAMES[dst_code], _TYPE_NAMES[src_code]
-    if casting not in _CASTINGS or not can_cast(
-            src_type, dst_type, casting):
-        return False
-    try:
-        check_pair(dst_type, src_type, scale is not None or shift is not None)
-    except TypeError:
+    if not _allowed(dst_code, src_code, casting, scale is not None or shift is not None):
         return False
     if not (_elements(dst, nd, sizes, dst_strides, &count)
             and _elements(src, nd, src_sizes, src_strides, &src_count)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from strided import _core
+from strided import _core, _dtypes
 from strided.layout import Layout
 
 __all__ = ["CPU", "DLPACK_TYPES", "HOST_DEVICES", "MemoryRecord", "aliases", "check_view",
@@ -17,15 +17,9 @@ CPU = (1, 0)
 HOST_DEVICES = frozenset({1, 3, 11})
 """DLPack device types whose memory the CPU addresses directly: CPU, CUDA and ROCm pinned host."""
 
-DLPACK_TYPES = {
-    "bool": (6, 8, 1),
-    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
-    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
-    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
-    "bfloat16": (4, 16, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
-}
+DLPACK_TYPES = _dtypes.DLPACK_TYPES
 """DLPack's ``(code, bits, lanes)`` of every element type strided converts, by the name numpy,
-torch and the conversion engine (``strided._convert.TYPE_NAMES``) give it."""
+torch and the conversion engine give it (strided._dtypes, the one table)."""
 
 _NAMES_OF_DLPACK = {dlpack: name for name, dlpack in DLPACK_TYPES.items()}
 

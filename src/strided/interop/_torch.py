@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from strided import _convert
+from strided import _dtypes
 from strided.interop import _tensor
 from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, moved
 from strided.layout import Layout
@@ -78,7 +78,7 @@ def device_convert(dst: Any, src: Any, share_memory: bool, dst_type: str, src_ty
         affine = scale is not None or shift is not None
         integer_dst = dst_type in _INTEGERS
         if affine:
-            ct = getattr(torch, _convert.compute_type(src_type))   # the host path's rule
+            ct = getattr(torch, _dtypes.compute_type(src_type))   # the host path's rule
             t = src.to(ct)
             if scale is not None:
                 t = t * _parameter(torch, scale, ct, src, param_strides)
