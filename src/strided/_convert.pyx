@@ -27,11 +27,10 @@ What this module adds to the copy engine: the plan of a conversion, its runner o
 """
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport int64_t, intptr_t
-from cython.parallel cimport prange
 
 from strided._copy cimport (
-    Reader, Team, block_problem, copy_elements, copy_overlapping, copy_threads, default_threads,
-    simd_level, streams, team_enter, team_keeps, team_leave, transpose_block,
+    Reader, block_problem, copy_elements, copy_overlapping, copy_threads, default_threads,
+    run_team, simd_level, streams, transpose_block,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -92,7 +91,6 @@ cdef extern from "_kernels/convert_tiles.h":
                                  Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
     st_tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd) noexcept nogil
     void st_store_fence() noexcept nogil
-    int64_t st_claim(int64_t* next, int64_t n) noexcept nogil
 
 
 st_cvt_init()   # once, at import
@@ -462,48 +460,23 @@ cdef int _most_threads(const ConvertPlan* P, int nthreads) noexcept nogil:
     return <int>min(<int64_t>(nthreads if nthreads > 0 else default_threads()), _team(P))
 
 
-cdef void _run_claims(const ConvertPlan* P, char* dst, const char* src, int64_t* next,
-                      int64_t chunk, char* tile, Team* T, bint worker) noexcept nogil:
-    """Inside a team: claim runs of ``chunk`` blocks from the shared counter ``next`` until
-    none is left. As in the copy engine (_copy._run_share): a thread that a busy neighbour
-    process holds back claims fewer blocks instead of holding the whole team back. Paired
-    against fixed shares (AMD EPYC, 2 threads): a 1080x1920 normalise 0.83x the time; float16
-    / bfloat16 NHWC at 64 MiB and the int8 NCHW32 quantize unchanged (1.00-1.02x)."""
-    cdef int64_t lo
-    while True:
-        if worker and not team_keeps(T, next, P.items):   # cores shared: _copy.team_keeps
-            return
-        lo = st_claim(next, chunk)
-        if lo >= P.items:
-            return
-        _run_range(P, dst, src, lo, min(lo + chunk, P.items), tile)
+cdef void _convert_blocks(const void* plan, char* dst, const char* src, int64_t lo, int64_t hi,
+                          char* tile) noexcept nogil:
+    """A conversion's blocks_fn (_copy.run_team): blocks lo..hi-1, staged in ``tile``; a run
+    of streamed stores ends with a fence."""
+    cdef const ConvertPlan* P = <const ConvertPlan*>plan
+    _run_range(P, dst, src, lo, hi, tile)
+    if P.stream:
+        st_store_fence()
 
 
 cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthreads,
                    int most, char* tiles) noexcept nogil:
-    """Run every block on a team for the engine's thread argument ``nthreads`` of at most
-    ``most`` threads (the tiles had, see _most_threads), each claiming blocks (_run_claims)
-    and staging them in its own tile of ``tiles``."""
-    cdef int64_t t, size = _tile_bytes(P), next = 0, chunk
-    cdef Team T
-    cdef int nt = team_enter(&T, nthreads, most, P.nbytes >= _NOGIL_BYTES)
-    dst += P.dst_shift
-    src += P.src_shift
-    if nt <= 1:
-        _run_range(P, dst, src, 0, P.items, tiles)
-        if P.stream:
-            st_store_fence()
-        team_leave(&T)
-        return
-    if P.claims_per_thread == 0:   # (fixed shares: for paired measurements)
-        chunk = _ceil_div(P.items, nt)
-    else:
-        chunk = max(<int64_t>1, P.items // (nt * P.claims_per_thread))
-    for t in prange(nt, num_threads=nt, schedule="static", chunksize=1):
-        _run_claims(P, dst, src, &next, chunk, tiles + t * size, &T, t != 0)
-        if P.stream:
-            st_store_fence()
-    team_leave(&T)
+    """Run every block on the engines' one runner (_copy.run_team) for the thread argument
+    ``nthreads``, on at most ``most`` threads (the tiles had, see _most_threads), each staging
+    in its own tile of ``tiles``."""
+    run_team(P, _convert_blocks, dst + P.dst_shift, src + P.src_shift, P.items, most,
+             P.claims_per_thread, nthreads, P.nbytes >= _NOGIL_BYTES, tiles, _tile_bytes(P))
 
 
 # --------------------------------------------------------------------------------------------

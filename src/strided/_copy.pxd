@@ -64,3 +64,14 @@ ctypedef struct Reader:
 cdef int copy_overlapping(char* dst, const char* src, int nd, const int64_t* sizes,
                           const int64_t* dstr, const int64_t* sstr, const int64_t* pstr,
                           const Reader* R, int nthreads) except -1
+# blocks_fn, run_team: the engines' one runner. A plan of either engine is `items` blocks
+# numbered 0..items-1; run(plan, dst, src, lo, hi, scratch) runs blocks lo..hi-1 staging in
+# `scratch` (this thread's; NULL when the plan stages nothing). run_team sizes a team for the
+# thread argument `nthreads` and work for `most` threads (team_enter; `counts`: the call runs
+# without the GIL), gives thread t `scratch + t * scratch_bytes`, and its threads claim runs of
+# blocks, about `chunks_per_thread` a thread (0: one fixed share each).
+ctypedef void (*blocks_fn)(const void* plan, char* dst, const char* src, int64_t lo,
+                           int64_t hi, char* scratch) noexcept nogil
+cdef void run_team(const void* plan, blocks_fn run, char* dst, const char* src, int64_t items,
+                   int64_t most, int64_t chunks_per_thread, int nthreads, bint counts,
+                   char* scratch, int64_t scratch_bytes) noexcept nogil
