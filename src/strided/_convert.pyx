@@ -22,8 +22,11 @@ Per-channel ``scale``/``shift`` are a third operand: vectors of the compute type
 with their own element strides (1 along the channel axis, 0 elsewhere; a blocked format's
 channel split in two dims has strides ``(x, 1)``). The innermost loops never see an axis.
 
-What this module adds to the copy engine: the plan of a conversion, its runner on threads, and
-``convert_memory``, the raw entry that :mod:`strided.copy` calls once everything is checked.
+What this module adds to the copy engine: the plan of a conversion and its blocks (run by the
+engines' one runner, ``_copy.run_team``), the Reader that lets the copy engine's overlap
+routes convert (``_copy.copy_overlapping``), and ``convert_memory``, the raw entry that
+:mod:`strided.copy` calls once everything is checked. Type names and casting rules come
+from :mod:`strided._dtypes`.
 """
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport int64_t, intptr_t
