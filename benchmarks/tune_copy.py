@@ -9,8 +9,8 @@ and configuration. Configurations are ``_tune`` keyword sets, given as a JSON li
     python benchmarks/tune_copy.py --configs '[{"staged": 0}, {"staged": 1, "stage_bytes": 16384}]'
 
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
-stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more; ``tile_bytes``
-the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1: never); ``nt_run_bytes``
+stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
+``tile_row_bytes`` the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1: never); ``nt_run_bytes``
 a streamed transpose's destination run per tile row (doubled for 1-byte items) and
 ``nt_stitch_bytes`` the same for rows that do not share a line alignment (halved for bytes);
 ``chunks_per_thread`` the chunks a team's blocks are claimed in, per thread (1: about one fixed
@@ -109,9 +109,7 @@ def main() -> None:
                 cells = "  ".join(f"{r:5.2f}" for r in row)
                 print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
     finally:
-        keys = ("tile_bytes", "block_bytes", "thread_bytes", "nt_bytes", "staged", "stage_bytes",
-                "nt_run_bytes", "nt_stitch_bytes", "chunks_per_thread")
-        _copy._tune(**dict(zip(keys, original)))
+        _copy._tune(**original)
         _copy._simd(-1)
 
 

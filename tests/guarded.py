@@ -169,8 +169,8 @@ class Case:
     param_length: int = 1
     level: int = 0                 # SIMD level (_copy._simd)
     threads: int = 1
-    copy_tune: tuple = ()          # ((name, value), ...) for _copy._tune
-    convert_tune: tuple = ()       # ... for _convert._tune
+    copy_tune: tuple = ()          # ((name, value), ...): the copy's knobs of _copy._tune
+    convert_tune: tuple = ()       # ... and the conversion's
     label: str = field(default="", compare=False)
 
     @property
@@ -295,9 +295,9 @@ def family(case):
     R, dp, _, pp = dims[p]
     last = ctune.get("convert_last", -1)
     convert_last = dsz > ssz if last < 0 else last == 1
-    planes_on = ctune.get("planes", True)
-    stage = ctune.get("stage", -1)
-    if (mode == "plain" and case.level >= 2 and ctune.get("tiled", True)
+    planes_on = ctune.get("convert_planes", True)
+    stage = ctune.get("convert_chunked", -1)
+    if (mode == "plain" and case.level >= 2 and ctune.get("convert_tiled", True)
             and pair in {("float32", "float16"), ("float32", "bfloat16")}):
         tiled = True
     else:
@@ -378,7 +378,7 @@ SRC_KINDS = (*DST_KINDS, "B")
 
 COPY_TUNES = {
     "default": (),
-    "tiny": (("tile_bytes", 16), ("block_bytes", 64), ("stage_bytes", 256)),
+    "tiny": (("tile_row_bytes", 16), ("block_bytes", 64), ("stage_bytes", 256)),
     "staged": (("staged", 1),),
     "in-place": (("staged", 0),),
     "streamed": (("nt_bytes", 0),),
@@ -391,11 +391,11 @@ CONVERT_TUNES = {
     "default": (),
     "first": (("convert_last", 0),),
     "last": (("convert_last", 1),),
-    "no-planes": (("planes", False),),
-    "no-tiled": (("tiled", False),),
-    "staged": (("stage", 1), ("stage_chunk", 64)),
-    "small-tiles": (("tile_bytes", 4096), ("tile_columns", 16), ("tiled_bytes", 4096),
-                    ("period_items", 5)),
+    "no-planes": (("convert_planes", False),),
+    "no-tiled": (("convert_tiled", False),),
+    "staged": (("convert_chunked", 1), ("convert_chunk_bytes", 64)),
+    "small-tiles": (("convert_tile_bytes", 4096), ("convert_tile_columns", 16),
+                    ("convert_tiled_bytes", 4096), ("convert_period_items", 5)),
 }
 
 
@@ -767,10 +767,9 @@ def run_placed(case, placement, seed):
 
 def run_case(case, seed=0):
     """All placements of a case at its SIMD level and tuning (restored afterwards)."""
-    from strided import _convert, _copy
+    from strided import _copy
     _copy._simd(case.level)
-    old_copy = _copy._tune(**dict(case.copy_tune)) if case.copy_tune else None
-    old_convert = _convert._tune(**dict(case.convert_tune)) if case.convert_tune else None
+    old = _copy._tune(**dict(case.copy_tune), **dict(case.convert_tune))
     try:
         for i, placement in enumerate(PLACEMENTS):
             problem = run_placed(case, placement, seed * len(PLACEMENTS) + i)
@@ -778,10 +777,7 @@ def run_case(case, seed=0):
                 return problem
         return ""
     finally:
-        if old_copy is not None:
-            _copy._tune(*old_copy)
-        if old_convert is not None:
-            _convert._tune(*old_convert)
+        _copy._tune(**old)
         _copy._simd(-1)
 
 

@@ -70,11 +70,11 @@ def test_non_aliasing_views_stay_writeable():
 def test_views_whose_aliasing_cannot_be_decided_are_read_only():
     base = np.zeros(16, np.uint8)
     layout = st.Layout((2, 2, 2), (3, 5, 7))       # decided only by the exact search
-    old = _copy._overlap_tuning(max_work=0)
+    old = _copy._tune(max_work=0)
     try:
         assert st.view(base, layout).flags.writeable is False
     finally:
-        _copy._overlap_tuning(*old)
+        _copy._tune(**old)
     assert st.view(base, layout).flags.writeable is True   # decided: it does not overlap
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import strided as st
-from strided import _convert
+from strided import _convert, _copy
 
 
 @pytest.fixture(params=[(131072, 64, -1, -1, True, True), (4096, 16, 0, 0, True, True),
@@ -17,12 +17,13 @@ from strided import _convert
                 ids=["default", "small-tiles-convert-first", "small-tiles-convert-last",
                      "convert-first", "convert-last", "staged", "two-pass-half"])
 def plan(request):
-    old = _convert._tune(tile_bytes=request.param[0], tile_columns=request.param[1],
-                         convert_last=request.param[2], stage=request.param[3],
-                         stage_chunk=1024, planes=request.param[4], tiled=request.param[5],
-                         tiled_bytes=request.param[0])
+    old = _copy._tune(convert_tile_bytes=request.param[0],
+                      convert_tile_columns=request.param[1], convert_last=request.param[2],
+                      convert_chunked=request.param[3], convert_chunk_bytes=1024,
+                      convert_planes=request.param[4], convert_tiled=request.param[5],
+                      convert_tiled_bytes=request.param[0])
     yield request.param
-    _convert._tune(*old)
+    _copy._tune(**old)
 
 
 def _expected(src, dtype, scale=None, shift=None, axis=None):
@@ -106,7 +107,7 @@ def test_thread_count_does_not_change_a_bit(claims, dtype):
     kwargs = ({"scale": np.arange(64) / 7, "shift": -3.0, "axis": 1} if dtype == "int8"
               else {})
     outs = []
-    old = _convert._tune(claims_per_thread=claims)
+    old = _copy._tune(chunks_per_thread=claims)
     try:
         for threads in (1, 2, 3):
             y = np.zeros((4, 33, 35, 64), dtype)
@@ -114,7 +115,7 @@ def test_thread_count_does_not_change_a_bit(claims, dtype):
                       **kwargs)
             outs.append(y)
     finally:
-        _convert._tune(*old)
+        _copy._tune(**old)
     assert all(np.array_equal(outs[0].view(np.uint8), o.view(np.uint8)) for o in outs[1:])
     assert np.array_equal(outs[0], _expected(x, dtype, kwargs.get("scale"), kwargs.get("shift"),
                                              kwargs.get("axis")).transpose(0, 2, 3, 1))

@@ -91,12 +91,12 @@ def test_one_pass_and_two_pass_routes_write_the_same_bits(dtype):
     x = _source(shape, seed=5)
     outs = []
     for tiled in (True, False):
-        old = _convert._tune(tiled=tiled)
+        old = _copy._tune(convert_tiled=tiled)
         try:
             _, dst, _ = _guarded_nhwc(shape, np_dtype(dtype))
             st.copyto(dst, x, casting="unsafe")
         finally:
-            _convert._tune(*old)
+            _copy._tune(**old)
         outs.append(dst.view(np.uint16).copy())
     assert np.array_equal(outs[0], outs[1])
 
@@ -116,7 +116,7 @@ def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad):
         full[..., shape[1]:] = 0
         st.copyto(dst, x, casting="unsafe", num_threads=threads)
     finally:
-        _copy._tune(*old)
+        _copy._tune(**old)
     assert_converted_equal(dst, cast(x, dtype), x, f"streamed {dtype}")
     assert (full[..., shape[1]:].view(np.uint16) == 0).all()
     _check_guards(buf, np_dtype(dtype).itemsize, shape, pad)

@@ -351,10 +351,10 @@ def tuned(**kwargs):
     try:
         yield
     finally:
-        _copy._tune(*old)
+        _copy._tune(**old)
 
 
-TINY = {"tile_bytes": 16, "block_bytes": 16, "thread_bytes": 1, "nt_bytes": 0}
+TINY = {"tile_row_bytes": 16, "block_bytes": 16, "thread_bytes": 1, "nt_bytes": 0}
 
 
 @settings(max_examples=40)

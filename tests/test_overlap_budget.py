@@ -186,11 +186,11 @@ def test_every_public_caller_is_bounded():
 
 @contextmanager
 def overlap_tuning(shift_buffer_bytes=None, max_work=None):
-    old = _copy._overlap_tuning(shift_buffer_bytes, max_work)
+    old = _copy._tune(shift_buffer_bytes=shift_buffer_bytes, max_work=max_work)
     try:
         yield
     finally:
-        _copy._overlap_tuning(*old)
+        _copy._tune(**old)
 
 
 @contextmanager

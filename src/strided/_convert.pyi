@@ -21,18 +21,6 @@ def convert_memory(
     param_length: SupportsIndex = 1,
     num_threads: int | None = None,
 ) -> None: ...
-def _tune(
-    tile_bytes: int | None = None,
-    period_items: int | None = None,
-    tile_columns: int | None = None,
-    convert_last: int | None = None,
-    stage: int | None = None,
-    stage_chunk: int | None = None,
-    planes: bool | None = None,
-    tiled: bool | None = None,
-    tiled_bytes: int | None = None,
-    claims_per_thread: int | None = None,
-) -> tuple[int, int, int, int, int, int, bool, bool, int, int]: ...
 
 CASTINGS: tuple[str, ...]
 

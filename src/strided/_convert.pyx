@@ -32,15 +32,15 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport int64_t, intptr_t
 
 from strided._copy cimport (
-    Reader, block_problem, copy_elements, copy_overlapping, copy_threads, default_threads,
-    run_team, simd_level, streams, transpose_block,
+    Plan, Reader, Tuning, copy_elements, copy_overlapping, copy_threads, default_threads,
+    execute, fused_fn, pixels_fn, planes_fn, plan_problem, plan_run, simd_level, streams,
+    tiled_fn, transpose_block, tuning_now,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
     c_packed_strides, c_size, c_span, check_byte_span, default_max_work, load_pair,
     load_strides, raise_too_hard, tuple_of,
 )
-from strided._openmp cimport STRIDED_OPENMP_ENABLED
 
 from strided._core import load_parameter
 
@@ -65,24 +65,18 @@ cdef extern from "_kernels/convert.h":
         ST_CVT_PLAIN
         ST_CVT_AFF32
         ST_CVT_AFF64
-    ctypedef void (*st_fused_fn)(char* d, const char* s, Py_ssize_t n, const void* scale,
-                                 const void* shift, Py_ssize_t ps) noexcept nogil
+        ST_BLOCK_COPY
+        ST_BLOCK_TRANSPOSE
     ctypedef struct st_cvt_op:
         int stype
         int dtype
         int mode
-        st_fused_fn fused
-    ctypedef void (*st_planes_fn)(char* d, Py_ssize_t dp, const char* s, Py_ssize_t n,
-                                  const void* scale, const void* shift,
-                                  Py_ssize_t pp) noexcept nogil
-    st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd) noexcept nogil
-    ctypedef void (*st_pixels_fn)(char* d, const char* s, Py_ssize_t n, Py_ssize_t sp,
-                                  const void* scale, const void* shift,
-                                  Py_ssize_t pq) noexcept nogil
-    st_pixels_fn st_cvt_pixels(int stype, int dtype, int mode, int R, int simd) noexcept nogil
+        fused_fn fused
+    planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd) noexcept nogil
+    pixels_fn st_cvt_pixels(int stype, int dtype, int mode, int R, int simd) noexcept nogil
     const int* st_type_size
     int st_cvt_init() noexcept nogil
-    st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd) noexcept nogil
+    fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd) noexcept nogil
     void st_cvt_row(const st_cvt_op* op, char* dst, Py_ssize_t ds, const char* src,
                     Py_ssize_t ss, Py_ssize_t n, const char* scale, const char* shift,
                     Py_ssize_t ps) noexcept nogil
@@ -90,9 +84,7 @@ cdef extern from "_kernels/convert.h":
 cdef extern from "_kernels/convert_tiles.h":
     enum:
         ST_NT
-    ctypedef void (*st_tiled_fn)(char* dst, Py_ssize_t dp, const char* src, Py_ssize_t sq,
-                                 Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
-    st_tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd) noexcept nogil
+    tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd) noexcept nogil
     void st_store_fence() noexcept nogil
 
 
@@ -118,93 +110,20 @@ def _type_sizes():
 # The plan
 # --------------------------------------------------------------------------------------------
 
-cdef enum:
-    _ROWS = 0
-    _TRANSPOSE = 1
-
-cdef int64_t _TILE_BYTES = 131072      # a staged tile's bytes: fits L2
-cdef int64_t _TILED_BYTES = 262144     # ... for the one-pass kernels (convert_tiles.h)
-cdef int64_t _TILE_COLUMNS = 64        # a staged tile's columns (destination rows' run)
-cdef int64_t _ROW_BYTES = 64 * 1024    # bytes of a block of rows
-cdef int64_t _THREAD_BYTES = 256 * 1024   # each extra thread needs this much work
-cdef int64_t _CLAIMS_PER_THREAD = 8    # a team's blocks are claimed in this many runs a thread
-cdef int64_t _NOGIL_BYTES = 16 * 1024  # smaller conversions keep the GIL
-cdef int64_t _PERIOD_ITEMS = 512       # an unrolled period of per-channel parameters
-cdef bint _PLANES = True               # dense uint8 pixels go straight to float32 planes
-cdef int _CONVERT_LAST = -1            # -1: widening transposes convert last; 0 never, 1 always
-cdef bint _TILED = True                # float32 -> float16/bfloat16 transposes in one pass
-
-ctypedef struct ConvertPlan:
-    st_cvt_op op
-    int kind
-    int nouter
-    int64_t n[MAX_NDIM]
-    int64_t ds[MAX_NDIM]
-    int64_t ss[MAX_NDIM]
-    int64_t ps[MAX_NDIM]
-    int64_t R, C, dp, dq, sp, sq, pp, pq
-    int64_t BR, BC, nbr, nbc, items
-    int64_t dsz, ssz, ct
-    int64_t dst_shift, src_shift, par_shift   # bytes, from the flipped dims
-    int64_t nbytes                            # bytes read + written
-    bint outer_params                         # some outer dim moves the parameters
-    bint convert_last      # a transpose's tile is transposed in the source's type first
-    st_planes_fn planes    # dense pixels straight to planes (no tile), or NULL
-    st_pixels_fn pixels    # planes straight to dense quantized pixels (no tile), or NULL
-    st_tiled_fn tiled      # a transpose converting in registers (convert_tiles.h), or NULL
-    int stream             # ST_NT when the tiled kernel streams whole destination runs
-    int64_t tsz            # bytes of a staged tile's items
-    const char* scale
-    const char* shift
-    char* period_scale      # the parameters of one tile column, repeated (or NULL)
-    char* period_shift
-    int64_t period
-    int64_t claims_per_thread   # _CLAIMS_PER_THREAD when planned (no module state read nogil)
+# A conversion's plan is the engine's one Plan (_copy.pxd): plan_problem's problem, with the
+# conversion's blocks (below) and its parameters; the knobs are the engine's one Tuning.
 
 
 cdef inline int64_t _ceil_div(int64_t a, int64_t b) noexcept nogil:
     return (a + b - 1) // b
 
 
-cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
-                const int64_t* sstr, const int64_t* pstr) noexcept nogil:
-    """Fill P's loop nest and blocks for a non-empty conversion (spans already checked)."""
-    cdef int64_t n[MAX_NDIM]
-    cdef int64_t ds[MAX_NDIM]
-    cdef int64_t ss[MAX_NDIM]
-    cdef int64_t ps[MAX_NDIM]
+cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                const int64_t* sstr, const int64_t* pstr, const Tuning* T) noexcept nogil:
+    """Fill P for a non-empty conversion (spans already checked; the pair, P.dsz, P.ssz, P.ct
+    and P.nbytes set): the engine's problem, then the conversion's blocks."""
     cdef int64_t side, room
-    cdef int i, d = 0, p = -1, q
-    cdef bint transposing
-    P.dst_shift = 0
-    P.src_shift = 0
-    P.par_shift = 0
-    for i in range(nd):
-        if sizes[i] == 1:
-            continue
-        n[d], ds[d], ss[d], ps[d] = sizes[i], dstr[i], sstr[i], pstr[i]
-        if ds[d] < 0:   # walk the destination forwards: flip the dim in every operand
-            P.dst_shift += (n[d] - 1) * ds[d] * P.dsz
-            P.src_shift += (n[d] - 1) * ss[d] * P.ssz
-            P.par_shift += (n[d] - 1) * ps[d] * P.ct
-            ds[d], ss[d], ps[d] = -ds[d], -ss[d], -ps[d]
-        d += 1
-    d = block_problem(d, n, ds, ss, ps, &p, &transposing)
-    q = d - 1
-    P.kind = _TRANSPOSE if transposing else _ROWS
-    P.C, P.dq, P.sq, P.pq = n[q], ds[q], ss[q], ps[q]
-    if p >= 0:
-        P.R, P.dp, P.sp, P.pp = n[p], ds[p], ss[p], ps[p]
-    else:
-        P.R, P.dp, P.sp, P.pp = 1, 0, 0, 0
-    P.nouter = 0
-    P.outer_params = False
-    for i in range(d):
-        if i != p and i != q:
-            P.n[P.nouter], P.ds[P.nouter] = n[i], ds[i]
-            P.ss[P.nouter], P.ps[P.nouter] = ss[i], ps[i]
-            P.outer_params = P.outer_params or ps[i] != 0
-            P.nouter += 1
+    plan_problem(P, nd, sizes, dstr, sstr, pstr, 1)
     # A transpose moves the narrower items: a narrowing one (float32 -> float16, int8)
     # converts its tile in the source's order, then transposes the converted items out with
     # the copy engine's kernels; a widening one (uint8 -> float32, int8 -> float32) transposes
@@ -212,47 +131,47 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     # rows. Paired on AMD EPYC, 1 and 2 threads, the other order took: HWC uint8 image ->
     # CHW float32 1.4-1.5x, int8 NCHW4/NCHW32 -> float32 NCHW 1.25-1.6x, float32 -> int8
     # NCHW32 1.6-1.9x, float32 NCHW -> float16 NHWC 1.2x the time of the order chosen here.
-    P.convert_last = P.kind == _TRANSPOSE and (
-        P.dsz > P.ssz if _CONVERT_LAST < 0 else _CONVERT_LAST == 1)
+    P.convert_last = P.kind == ST_BLOCK_TRANSPOSE and (
+        P.dsz > P.ssz if T.convert_last < 0 else T.convert_last == 1)
     P.tsz = P.ssz if P.convert_last else P.dsz
     # float32 -> float16 / bfloat16 (mixed precision's NCHW -> NHWC): one pass, converting
     # 8 x 8 micro-tiles in registers into a staging tile of destination items, whose runs
     # leave whole and, for destinations far larger than the cache, streamed. Paired at 64 MiB
     # (AMD EPYC, 1 / 2 threads), float32 NCHW -> NHWC took 0.82 / 0.60x the time of the
     # two-pass route (staged on 1 thread) for float16, 0.86 / 0.52x for bfloat16. A 256 KiB
-    # tile (_TILED_BYTES) rather than 128 KiB: 0.9x the time, the longer runs per source row
+    # tile (convert_tiled_bytes) rather than 128 KiB: 0.9x the time, the longer runs per source row
     # suiting DRAM; 512 KiB gained 3-5% more, but is half of a 1 MiB L2 that two hyperthreads
     # may share, so it was left. The widening direction (float16 NHWC -> float32 NCHW) is not
     # tiled: its destination rows are long planes, staged 2 KiB apart in the tile, and the
     # kernel was 2x slower than converting the transposed tile's rows (in cache, measured).
     P.tiled = NULL
     P.stream = 0
-    if P.kind == _TRANSPOSE and _TILED:
-        P.tiled = st_cvt_tiled(P.op.stype, P.op.dtype, P.op.mode, simd_level())
+    if P.kind == ST_BLOCK_TRANSPOSE and T.convert_tiled:
+        P.tiled = st_cvt_tiled(P.stype, P.dtype, P.mode, simd_level())
     if P.tiled != NULL:   # its tile holds destination items (and blocks too narrow for it
         P.tsz = max(P.tsz, P.dsz)   # take the route above, with the tile it sized)
-        if streams(P.nbytes // (P.dsz + P.ssz) * P.dsz):
+        if streams(T, P.nbytes // (P.dsz + P.ssz) * P.dsz):
             P.stream = ST_NT
     # Dense pixels of 3 or 4 uint8/int8 channels to float32 planes (an image loader's HWC ->
     # CHW, int8 NCHW4 -> NCHW) go in one pass, without a tile (2x faster at 1080x1920).
     P.planes = NULL
-    if (P.kind == _TRANSPOSE and P.convert_last and P.sq == P.R and P.pq == 0
-            and P.pp in (0, 1) and _PLANES):
-        P.planes = st_cvt_planes(P.op.stype, P.op.dtype, P.op.mode, <int>P.R, simd_level())
+    if (P.kind == ST_BLOCK_TRANSPOSE and P.convert_last and P.sq == P.R and P.pq == 0
+            and P.pp in (0, 1) and T.convert_planes):
+        P.planes = st_cvt_planes(P.stype, P.dtype, P.mode, <int>P.R, simd_level())
     # ... and the mirror: float32 planes to dense 3- or 4-channel 8-bit pixels, quantized
     # (float32 NCHW -> int8 NCHW4, CHW float32 -> HWC uint8).
     P.pixels = NULL
-    if (P.kind == _TRANSPOSE and not P.convert_last and P.dp == P.C and P.pp == 0
-            and P.pq in (0, 1) and _PLANES):
-        P.pixels = st_cvt_pixels(P.op.stype, P.op.dtype, P.op.mode, <int>P.C, simd_level())
-    if P.kind == _TRANSPOSE:
+    if (P.kind == ST_BLOCK_TRANSPOSE and not P.convert_last and P.dp == P.C and P.pp == 0
+            and P.pq in (0, 1) and T.convert_planes):
+        P.pixels = st_cvt_pixels(P.stype, P.dtype, P.mode, <int>P.C, simd_level())
+    if P.kind == ST_BLOCK_TRANSPOSE:
         # Tiles in L2: whole source runs when they are short (an image's 3 channels), else
-        # _TILE_COLUMNS destination columns by source runs as long as the tile allows. Long
+        # convert_tile_columns destination columns by source runs as long as the tile allows. Long
         # runs matter: each column of a tile reads its own page of the source (NCHW -> NHWC:
         # one plane per channel), and 256-byte runs from 64 pages at once left a float16
         # relayout at 0.2x memcpy, stalled on the TLB and the prefetchers.
-        side = _TILE_COLUMNS
-        room = _TILED_BYTES if P.tiled != NULL else _TILE_BYTES
+        side = T.convert_tile_columns
+        room = T.convert_tiled_bytes if P.tiled != NULL else T.convert_tile_bytes
         if P.R * P.tsz * 16 <= room and P.R <= side:
             P.BR = P.R
             P.BC = min(P.C, max(<int64_t>16, room // (P.R * P.tsz)))
@@ -260,8 +179,8 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
             P.BC = min(P.C, side)
             P.BR = min(P.R, max(<int64_t>16, room // (P.BC * P.tsz)))
     else:
-        P.BC = min(P.C, max(<int64_t>1, _ROW_BYTES // max(P.dsz, P.ssz)))
-        P.BR = min(P.R, max(<int64_t>1, _ROW_BYTES // (P.BC * max(P.dsz, P.ssz))))
+        P.BC = min(P.C, max(<int64_t>1, T.block_bytes // max(P.dsz, P.ssz)))
+        P.BR = min(P.R, max(<int64_t>1, T.block_bytes // (P.BC * max(P.dsz, P.ssz))))
     # Blocks of equal size (whole vectors of 16): the last one is not a sliver while a thread
     # is given a block much larger than its neighbour's (224x224x3 pixels to planes on 2
     # threads took 43690 and 6486 pixels: the team ran as slowly as one thread).
@@ -272,50 +191,62 @@ cdef void _plan(ConvertPlan* P, int nd, const int64_t* sizes, const int64_t* dst
     P.items = P.nbr * P.nbc
     for i in range(P.nouter):
         P.items *= P.n[i]
-    P.claims_per_thread = _CLAIMS_PER_THREAD
+    plan_run(P, T)
+    P.run = _convert_blocks
+    P.scratch_bytes = _tile_bytes(P)
+    P.period_scale = NULL
+    P.period_shift = NULL
+    P.period = 0
 
 
-cdef bint _whole_runs(const ConvertPlan* P) noexcept nogil:
+cdef inline void _take_pair(Plan* Q, const Plan* P) noexcept nogil:
+    """Q converts as P does (the pair, the mode, the row kernel, the item sizes): a plan of a
+    part of P's conversion (a chunk, an overlap route's block)."""
+    Q.stype, Q.dtype, Q.mode, Q.fused = P.stype, P.dtype, P.mode, P.fused
+    Q.dsz, Q.ssz, Q.ct = P.dsz, P.ssz, P.ct
+
+
+cdef bint _whole_runs(const Plan* P) noexcept nogil:
     """Whether a block is one contiguous run of short rows back to back, converted in one call
     rather than one per row: a transpose's source tile (rows of R), or a block of rows of C
     contiguous in both layouts that did not merge only because the parameters move along
     them (an HWC image's channels). The parameters may move along the short rows only."""
-    if P.kind == _TRANSPOSE and not P.convert_last:
+    if P.kind == ST_BLOCK_TRANSPOSE and not P.convert_last:
         return P.BR == P.R and P.sq == P.R and P.pq == 0
-    if P.kind == _TRANSPOSE:    # the tile, in the destination's order, out to its rows
+    if P.kind == ST_BLOCK_TRANSPOSE:    # the tile, in the destination's order, out to its rows
         return P.BC == P.C and P.dp == P.C and P.pp == 0
     return (P.BC == P.C and P.dq == 1 and P.sq == 1 and P.dp == P.C and P.sp == P.C
             and P.pp == 0)
 
 
-cdef inline bint _source_order(const ConvertPlan* P) noexcept nogil:
+cdef inline bint _source_order(const Plan* P) noexcept nogil:
     """Whether whole runs follow the source's short rows (a transpose converting first)."""
-    return P.kind == _TRANSPOSE and not P.convert_last
+    return P.kind == ST_BLOCK_TRANSPOSE and not P.convert_last
 
 
-cdef inline int64_t _run_row(const ConvertPlan* P) noexcept nogil:
+cdef inline int64_t _run_row(const Plan* P) noexcept nogil:
     """The short rows of a whole run: R of a transpose converting first, else C."""
     return P.R if _source_order(P) else P.C
 
 
-cdef inline int64_t _run_ps(const ConvertPlan* P) noexcept nogil:
+cdef inline int64_t _run_ps(const Plan* P) noexcept nogil:
     """The parameter stride along a whole run's short rows."""
     return P.pp if _source_order(P) else P.pq
 
 
-cdef int64_t _period_items(const ConvertPlan* P) noexcept nogil:
+cdef int64_t _period_items(const Plan* P, const Tuning* T) noexcept nogil:
     """Items of the unrolled parameter period a plan wants (0: none): when whole runs need
     per-row parameters (an image's channels are the source's innermost dim), the parameters
-    of one column repeated to about _PERIOD_ITEMS items, so the run converts with unit
+    of one column repeated to about convert_period_items items, so the run converts with unit
     parameter strides."""
     cdef int64_t row = _run_row(P)
     if not (_whole_runs(P) and _run_ps(P) != 0 and not P.outer_params
-            and P.op.mode != ST_CVT_PLAIN):
+            and P.mode != ST_CVT_PLAIN):
         return 0
-    return max(<int64_t>1, _PERIOD_ITEMS // row) * row
+    return max(<int64_t>1, T.convert_period_items // row) * row
 
 
-cdef void _fill_period(ConvertPlan* P, char* buffer, int64_t period) noexcept nogil:
+cdef void _fill_period(Plan* P, char* buffer, int64_t period) noexcept nogil:
     """Lay out a period of ``period`` items (_period_items) in ``buffer`` (2 * period
     compute-type items: the scales, then the shifts) and point the plan at it."""
     cdef int64_t k, i, row = _run_row(P), ps = _run_ps(P)
@@ -328,10 +259,10 @@ cdef void _fill_period(ConvertPlan* P, char* buffer, int64_t period) noexcept no
             _put_ct(P, P.period_shift, k * row + i, P.shift + P.par_shift + i * ps * P.ct)
 
 
-cdef int _unroll_period(ConvertPlan* P) except -1:
+cdef int _unroll_period(Plan* P, const Tuning* T) except -1:
     """Give the plan the period it wants (_period_items), in memory of its own (the caller
     frees P.period_scale), or none."""
-    cdef int64_t period = _period_items(P)
+    cdef int64_t period = _period_items(P, T)
     cdef char* buffer
     P.period_scale = NULL
     P.period_shift = NULL
@@ -345,7 +276,7 @@ cdef int _unroll_period(ConvertPlan* P) except -1:
     return 0
 
 
-cdef inline void _put_ct(const ConvertPlan* P, char* out, int64_t i,
+cdef inline void _put_ct(const Plan* P, char* out, int64_t i,
                          const char* value) noexcept nogil:
     if P.ct == 8:
         (<double*>out)[i] = (<const double*>value)[0]
@@ -357,32 +288,32 @@ cdef inline void _put_ct(const ConvertPlan* P, char* out, int64_t i,
 # Running a plan
 # --------------------------------------------------------------------------------------------
 
-cdef void _convert_run(const ConvertPlan* P, char* out, const char* src, int64_t total,
-                       const char* scale, const char* shift) noexcept nogil:
+cdef void _convert_run(const Plan* P, const st_cvt_op* op, char* out, const char* src,
+                       int64_t total, const char* scale, const char* shift) noexcept nogil:
     """A whole run (_whole_runs) of ``total`` items from ``src`` into contiguous ``out``."""
     cdef int64_t k = 0, run, row = _run_row(P), ps = _run_ps(P)
     if ps == 0:
-        st_cvt_row(&P.op, out, 1, src, 1, total, scale, shift, 0)
+        st_cvt_row(op, out, 1, src, 1, total, scale, shift, 0)
     elif P.period_scale != NULL:
         while k < total:
             run = min(P.period, total - k)
-            st_cvt_row(&P.op, out + k * P.dsz, 1, src + k * P.ssz, 1, run, P.period_scale,
+            st_cvt_row(op, out + k * P.dsz, 1, src + k * P.ssz, 1, run, P.period_scale,
                        P.period_shift, 1)
             k += run
     else:
         while k < total:
-            st_cvt_row(&P.op, out + k * P.dsz, 1, src + k * P.ssz, 1, row, scale, shift, ps)
+            st_cvt_row(op, out + k * P.dsz, 1, src + k * P.ssz, 1, row, scale, shift, ps)
             k += row
 
 
-cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const char* scale,
-                     const char* shift, int64_t h, int64_t w, char* tile) noexcept nogil:
+cdef void _run_block(const Plan* P, const st_cvt_op* op, char* dst, const char* src,
+                     const char* scale, const char* shift, int64_t h, int64_t w,
+                     char* tile) noexcept nogil:
     """One block of h x w: ``dst``, ``src``, ``scale``, ``shift`` point at its first element."""
     cdef int64_t r, c
-    cdef const st_cvt_op* op = &P.op
-    if P.kind == _ROWS:
+    if P.kind == ST_BLOCK_COPY:
         if _whole_runs(P):
-            _convert_run(P, dst, src, h * w, scale, shift)
+            _convert_run(P, op, dst, src, h * w, scale, shift)
             return
         for r in range(h):
             st_cvt_row(op, dst + r * P.dp * P.dsz, P.dq, src + r * P.sp * P.ssz, P.sq, w,
@@ -399,7 +330,7 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
         # convert its rows out
         transpose_block(<int>P.ssz, tile, w, src, P.sq, h, w)
         if _whole_runs(P):
-            _convert_run(P, dst, tile, h * w, scale, shift)
+            _convert_run(P, op, dst, tile, h * w, scale, shift)
             return
         for r in range(h):
             st_cvt_row(op, dst + r * P.dp * P.dsz, 1, tile + r * w * P.ssz, 1, w,
@@ -410,7 +341,7 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
         return
     # convert the tile into `tile` in the source's order, then transpose it out
     if _whole_runs(P):
-        _convert_run(P, tile, src, h * w, scale, shift)
+        _convert_run(P, op, tile, src, h * w, scale, shift)
     else:
         for c in range(w):
             st_cvt_row(op, tile + c * h * P.dsz, 1, src + c * P.sq * P.ssz, 1, h,
@@ -418,13 +349,13 @@ cdef void _run_block(const ConvertPlan* P, char* dst, const char* src, const cha
     transpose_block(<int>P.dsz, dst, P.dp, tile, h, h, w)
 
 
-cdef inline int64_t _tile_bytes(const ConvertPlan* P) noexcept nogil:
+cdef inline int64_t _tile_bytes(const Plan* P) noexcept nogil:
     """Bytes of a thread's staging tile (0 when the plan stages nothing)."""
-    return P.BR * P.BC * P.tsz if P.kind == _TRANSPOSE else 0
+    return P.BR * P.BC * P.tsz if P.kind == ST_BLOCK_TRANSPOSE else 0
 
 
-cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t lo,
-                     int64_t hi, char* tile) noexcept nogil:
+cdef void _run_range(const Plan* P, const st_cvt_op* op, char* dst, const char* src,
+                     int64_t lo, int64_t hi, char* tile) noexcept nogil:
     """Blocks lo..hi-1 (numbered outer index, block row, block column); ``tile``: this
     thread's staging tile."""
     cdef int64_t item, rest, br, bc, doff, soff, poff, idx, r0, c0
@@ -444,42 +375,30 @@ cdef void _run_range(const ConvertPlan* P, char* dst, const char* src, int64_t l
         r0 = br * P.BR
         c0 = bc * P.BC
         poff = P.par_shift + (poff + r0 * P.pp + c0 * P.pq) * P.ct
-        _run_block(P, dst + (doff + r0 * P.dp + c0 * P.dq) * P.dsz,
+        _run_block(P, op, dst + (doff + r0 * P.dp + c0 * P.dq) * P.dsz,
                    src + (soff + r0 * P.sp + c0 * P.sq) * P.ssz, P.scale + poff, P.shift + poff,
                    min(P.BR, P.R - r0), min(P.BC, P.C - c0), tile)
 
 
-cdef int64_t _team(const ConvertPlan* P) noexcept nogil:
-    """The most threads a plan has work for: one per _THREAD_BYTES, one per block."""
-    if not STRIDED_OPENMP_ENABLED:
-        return 1
-    return max(<int64_t>1, min(P.nbytes // _THREAD_BYTES, P.items))
-
-
-cdef int _most_threads(const ConvertPlan* P, int nthreads) noexcept nogil:
+cdef int _most_threads(const Plan* P, int nthreads) noexcept nogil:
     """The largest team a plan may run on for the engine's thread argument ``nthreads`` (0:
     the default; the budget of team_enter may give it fewer when it runs): its staging tiles
     are had for that many threads before it runs."""
-    return <int>min(<int64_t>(nthreads if nthreads > 0 else default_threads()), _team(P))
+    if P.keeps_gil:
+        return 1
+    return <int>min(<int64_t>(nthreads if nthreads > 0 else default_threads()), P.most)
 
 
 cdef void _convert_blocks(const void* plan, char* dst, const char* src, int64_t lo, int64_t hi,
                           char* tile) noexcept nogil:
     """A conversion's blocks_fn (_copy.run_team): blocks lo..hi-1, staged in ``tile``; a run
     of streamed stores ends with a fence."""
-    cdef const ConvertPlan* P = <const ConvertPlan*>plan
-    _run_range(P, dst, src, lo, hi, tile)
+    cdef const Plan* P = <const Plan*>plan
+    cdef st_cvt_op op   # the kernels' description of the row conversion, from the plan's
+    op.stype, op.dtype, op.mode, op.fused = P.stype, P.dtype, P.mode, P.fused
+    _run_range(P, &op, dst, src, lo, hi, tile)
     if P.stream:
         st_store_fence()
-
-
-cdef void _execute(const ConvertPlan* P, char* dst, const char* src, int nthreads,
-                   int most, char* tiles) noexcept nogil:
-    """Run every block on the engines' one runner (_copy.run_team) for the thread argument
-    ``nthreads``, on at most ``most`` threads (the tiles had, see _most_threads), each staging
-    in its own tile of ``tiles``."""
-    run_team(P, _convert_blocks, dst + P.dst_shift, src + P.src_shift, P.items, most,
-             P.claims_per_thread, nthreads, P.nbytes >= _NOGIL_BYTES, tiles, _tile_bytes(P))
 
 
 # --------------------------------------------------------------------------------------------
@@ -618,20 +537,21 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     cdef int64_t src[MAX_NDIM]
     cdef int64_t dlo, dhi, slo, shi, plo, phi
     cdef int i, most
-    cdef ConvertPlan P
+    cdef Plan P
+    cdef Tuning T = tuning_now()   # the knobs for this call (its routes run without the GIL)
     cdef char* params = NULL
     cdef char* tiles = NULL
     cdef bint affine = scale is not None or shift is not None
     for i in range(nd):
         sz[i], dst[i], src[i] = sizes[i], dst_strides[i], src_strides[i]
-    P.op.stype = src_code
-    P.op.dtype = dst_code
-    P.op.mode = ST_CVT_PLAIN
+    P.stype = src_code
+    P.dtype = dst_code
+    P.mode = ST_CVT_PLAIN
     if affine:
-        P.op.mode = ST_CVT_AFF64 if P.op.stype in _WIDE_CODES else ST_CVT_AFF32
-    P.dsz = st_type_size[P.op.dtype]
-    P.ssz = st_type_size[P.op.stype]
-    P.ct = 8 if P.op.mode == ST_CVT_AFF64 else 4
+        P.mode = ST_CVT_AFF64 if P.stype in _WIDE_CODES else ST_CVT_AFF32
+    P.dsz = st_type_size[P.dtype]
+    P.ssz = st_type_size[P.stype]
+    P.ct = 8 if P.mode == ST_CVT_AFF64 else 4
     if c_span(nd, sz, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
         raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
                          f"{length} given")
@@ -645,33 +565,32 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
             return 0
         P.scale = params
         P.shift = params + length * P.ct
-        P.op.fused = st_cvt_fused(P.op.stype, P.op.dtype, P.op.mode, simd_level())
+        P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
         byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
         byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
         if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
                 or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
             # the byte ranges meet: the engine's overlap policy, converting as it reads
-            if _convert_overlapping(&P, dptr, sptr, nd, sz, dst, src, par, nthreads) == 0:
+            if _convert_overlapping(&P, dptr, sptr, nd, sz, dst, src, par, nthreads, &T) == 0:
                 return 0
         P.nbytes = count * (P.dsz + P.ssz)
-        _plan(&P, nd, sz, dst, src, par)
-        if P.nbytes < _NOGIL_BYTES:
+        _plan(&P, nd, sz, dst, src, par, &T)
+        if P.keeps_gil:
             nthreads = 1
         most = _most_threads(&P, nthreads)
-        if _stages(&P, count, most):
-            return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads)
+        if _stages(&P, count, most, &T):
+            return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads, &T)
         # every thread's staging tile, had before any byte is written
-        tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * _tile_bytes(&P)))
+        tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
         if tiles == NULL:
             raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
-        P.period_scale = NULL
         try:
-            _unroll_period(&P)
-            if P.nbytes < _NOGIL_BYTES:
-                _execute(&P, dptr, sptr, 1, 1, tiles)
+            _unroll_period(&P, &T)
+            if P.keeps_gil:
+                execute(&P, dptr, sptr, 1, 1, tiles)
             else:
                 with nogil:
-                    _execute(&P, dptr, sptr, nthreads, most, tiles)
+                    execute(&P, dptr, sptr, nthreads, most, tiles)
         finally:
             PyMem_RawFree(P.period_scale)
             PyMem_RawFree(tiles)
@@ -687,15 +606,13 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
 # destination items. Its tiles and parameter period are had before any byte is written.
 
 ctypedef struct _ReadCtx:
-    st_cvt_op op
-    int64_t dsz, ssz, ct
-    const char* scale
-    const char* shift
+    const Plan* P          # the conversion: its pair and parameters
     char* tiles
     int64_t tile_bytes     # each thread's tile
     int most               # threads the tiles are had for
     char* period           # an unrolled parameter period (_fill_period) ...
     int64_t period_items   # ... of at most this many items
+    const Tuning* tuning   # the conversion's snapshot of the knobs
 
 
 cdef void _read_converted(const void* ctx, char* tmp, const int64_t* tstr, const char* src,
@@ -703,51 +620,50 @@ cdef void _read_converted(const void* ctx, char* tmp, const int64_t* tstr, const
                           const int64_t* pstr, int nthreads) noexcept nogil:
     """A Reader's read: convert a block of the source into ``tmp`` (strides ``tstr``)."""
     cdef const _ReadCtx* C = <const _ReadCtx*>ctx
-    cdef ConvertPlan Q
+    cdef Plan Q
     cdef int64_t zeros[MAX_NDIM]
     cdef int64_t count = 1, tile, period
     cdef int i, most
     for i in range(nd):
         count *= sizes[i]
         zeros[i] = 0
-    Q.op = C.op
-    Q.dsz, Q.ssz, Q.ct = C.dsz, C.ssz, C.ct
-    Q.nbytes = count * (C.dsz + C.ssz)
-    _plan(&Q, nd, sizes, tstr, sstr, pstr if pstr != NULL else zeros)
-    Q.scale = C.scale + poff * C.ct
-    Q.shift = C.shift + poff * C.ct
-    most = 1 if Q.nbytes < _NOGIL_BYTES else min(_most_threads(&Q, nthreads), C.most)
-    tile = _tile_bytes(&Q)
-    if tile > C.tile_bytes:   # (only if _tune grew the tiles meanwhile) convert row by row
-        Q.kind = _ROWS
-        tile = 0
+    _take_pair(&Q, C.P)
+    Q.nbytes = count * (Q.dsz + Q.ssz)
+    _plan(&Q, nd, sizes, tstr, sstr, pstr if pstr != NULL else zeros, C.tuning)
+    Q.scale = C.P.scale + poff * Q.ct
+    Q.shift = C.P.shift + poff * Q.ct
+    most = min(_most_threads(&Q, nthreads), C.most)
+    tile = Q.scratch_bytes   # planned with the knobs the tiles were had with: it fits
+    if tile > C.tile_bytes:  # (a bug if so; kept safe all the same) convert row by row
+        Q.kind = ST_BLOCK_COPY
+        Q.scratch_bytes = tile = 0
     if tile > 0:
         most = <int>min(<int64_t>most, C.tile_bytes // tile)
-    Q.period_scale = NULL
-    period = _period_items(&Q)
+    period = _period_items(&Q, C.tuning)
     if 0 < period <= C.period_items:
         _fill_period(&Q, C.period, period)
-    _execute(&Q, tmp, src, nthreads, most, C.tiles)
+    execute(&Q, tmp, src, nthreads, most, C.tiles)
 
 
-cdef int _convert_overlapping(const ConvertPlan* P, char* dptr, const char* sptr, int nd,
+cdef int _convert_overlapping(const Plan* P, char* dptr, const char* sptr, int nd,
                               const int64_t* sz, const int64_t* dst, const int64_t* src,
-                              const int64_t* par, int nthreads) except -1:
+                              const int64_t* par, int nthreads, const Tuning* T) except -1:
     """Convert through the overlap policy; 1 (nothing done) when the two share no byte."""
     cdef _ReadCtx C
     cdef Reader R
-    C.op = P.op
-    C.dsz, C.ssz, C.ct = P.dsz, P.ssz, P.ct
-    C.scale, C.shift = P.scale, P.shift
+    C.P = P
     C.most = nthreads if nthreads > 0 else default_threads()
-    # the largest tile _plan sizes (see there): the room, or 16 rows of _TILE_COLUMNS
-    C.tile_bytes = max(_TILE_BYTES, _TILED_BYTES, 16 * _TILE_COLUMNS * max(P.dsz, P.ssz))
-    C.period_items = _PERIOD_ITEMS
+    # the largest tile _plan sizes (see there): the room, or 16 rows of the tile's columns
+    C.tile_bytes = max(T.convert_tile_bytes, T.convert_tiled_bytes,
+                       16 * T.convert_tile_columns * max(P.dsz, P.ssz))
+    C.period_items = T.convert_period_items
+    C.tuning = T
     C.tiles = <char*>PyMem_RawMalloc(<size_t>(C.most * C.tile_bytes))
-    C.period = <char*>PyMem_RawMalloc(<size_t>(2 * C.period_items * C.ct))
+    C.period = <char*>PyMem_RawMalloc(<size_t>(2 * C.period_items * P.ct))
     R.read = _read_converted
     R.ctx = &C
     R.dsz, R.ssz = P.dsz, P.ssz
+    R.tuning = T
     try:
         if C.tiles == NULL or C.period == NULL:
             raise MemoryError("no memory for the conversion's tiles; nothing was written")
@@ -766,30 +682,28 @@ cdef int _convert_overlapping(const ConvertPlan* P, char* dptr, const char* sptr
 # a contiguous cast plus 5.2 ms for the engine's float16 relayout of the same data; staged in
 # chunks that stay in cache between the two passes it took 7.1 ms.
 
-cdef int64_t _STAGE_FROM = 4 * 1024 * 1024     # destination bytes from which to stage
-cdef int64_t _STAGE_CHUNK = 512 * 1024         # destination bytes of a chunk
-cdef int _STAGE = -1                            # -1: narrowing transposes stage; 0 never, 1 always
-
-
-cdef bint _stages(const ConvertPlan* P, int64_t count, int team) noexcept nogil:
+cdef bint _stages(const Plan* P, int64_t count, int team, const Tuning* T) noexcept nogil:
     """Whether a plan takes the staged route: by default, large narrowing transposes on one
     thread. Paired (AMD EPYC, 1 thread): float32 -> float16 / bfloat16 NHWC at 64 MiB 0.6-0.7x
     the time of the tiles, -> int8 NCHW4/NCHW32 and CHW float32 -> HWC uint8 0.9-0.97x. On a
     team of 2 the chunks run one after another, each a parallel region of its own, and the
     tiles (each thread its share of them) were as fast or faster (0.93-1.42x), so a team keeps
     the tiles."""
-    if P.kind != _TRANSPOSE or _STAGE == 0 or (
-            (P.pixels != NULL or P.tiled != NULL) and _STAGE < 0):
+    cdef int chunked = T.convert_chunked
+    if P.kind != ST_BLOCK_TRANSPOSE or chunked == 0 or (
+            (P.pixels != NULL or P.tiled != NULL) and chunked < 0):
         return False
-    return _STAGE == 1 or (P.dsz < P.ssz and count * P.dsz >= _STAGE_FROM and team == 1)
+    return chunked == 1 or (P.dsz < P.ssz and count * P.dsz >= T.convert_chunked_from
+                            and team == 1)
 
 
-cdef int _convert_staged(ConvertPlan* P, char* dptr, const char* sptr, int nd,
+cdef int _convert_staged(Plan* P, char* dptr, const char* sptr, int nd,
                          const int64_t* sz, const int64_t* dst, const int64_t* src,
-                         const int64_t* par, int64_t count, int nthreads) except -1:
+                         const int64_t* par, int64_t count, int nthreads,
+                         const Tuning* T) except -1:
     """The staged route (see above): the dims innermost in the source make a chunk, as far
     as the destination's innermost dim (the chunk must hold a transpose) and then while it
-    stays within _STAGE_CHUNK bytes of the destination's items; the others are looped over."""
+    stays within convert_chunk_bytes of the destination's items; the others are looped over."""
     cdef int order[MAX_NDIM]
     cdef int inner[MAX_NDIM]
     cdef int outer[MAX_NDIM]
@@ -802,7 +716,7 @@ cdef int _convert_staged(ConvertPlan* P, char* dptr, const char* sptr, int nd,
     cdef int64_t chunk = 1, doff = 0, soff = 0, poff = 0
     cdef int i, k, n_in = 0, n_out = 0, nt, unit = -1
     cdef bint have_unit = False
-    cdef ConvertPlan Q
+    cdef Plan Q
     cdef char* temp = NULL
     cdef char* tiles = NULL
     cdef const char* scale0 = P.scale
@@ -813,7 +727,7 @@ cdef int _convert_staged(ConvertPlan* P, char* dptr, const char* sptr, int nd,
     c_physical_order(nd, sz, src, order)
     for k in range(nd - 1, -1, -1):    # innermost in the source first
         i = order[k]
-        if n_out == 0 and (not have_unit or chunk * sz[i] * P.dsz <= _STAGE_CHUNK):
+        if n_out == 0 and (not have_unit or chunk * sz[i] * P.dsz <= T.convert_chunk_bytes):
             inner[n_in] = i
             chunk *= sz[i]
             n_in += 1
@@ -827,28 +741,26 @@ cdef int _convert_staged(ConvertPlan* P, char* dptr, const char* sptr, int nd,
         isz[k], idst[k], isrc[k], ipar[k] = sz[i], dst[i], src[i], par[i]
         order[k] = k
     c_packed_strides(n_in, isz, order, NULL, itmp)
-    Q.op = P.op
-    Q.dsz, Q.ssz, Q.ct = P.dsz, P.ssz, P.ct
+    _take_pair(&Q, P)
     Q.nbytes = chunk * (P.dsz + P.ssz)
-    _plan(&Q, n_in, isz, itmp, isrc, ipar)
+    _plan(&Q, n_in, isz, itmp, isrc, ipar, T)
     for k in range(n_out):    # parameters moving from chunk to chunk: no fixed period
         Q.outer_params = Q.outer_params or par[outer[k]] != 0
     nt = _most_threads(&Q, nthreads)
     temp = <char*>PyMem_RawMalloc(<size_t>(chunk * P.dsz))
-    tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, nt * _tile_bytes(&Q)))
-    Q.period_scale = NULL
+    tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, nt * Q.scratch_bytes))
     try:
         if temp == NULL or tiles == NULL:
             raise MemoryError("no memory for the conversion's staging chunk; nothing was written")
         Q.scale, Q.shift = scale0, shift0
-        _unroll_period(&Q)   # (only when no outer dim moves the parameters: then fixed)
+        _unroll_period(&Q, T)   # (only when no outer dim moves the parameters: then fixed)
         for k in range(n_out):
             idx[k] = 0
         while True:
             Q.scale = scale0 + poff * P.ct
             Q.shift = shift0 + poff * P.ct
             with nogil:
-                _execute(&Q, temp, sptr + soff * P.ssz, nthreads, nt, tiles)
+                execute(&Q, temp, sptr + soff * P.ssz, nthreads, nt, tiles)
             copy_elements(dptr + doff * P.dsz, temp, n_in, isz, idst, itmp, P.dsz, chunk,
                           nthreads)
             k = n_out - 1      # odometer over the outer dims
@@ -885,41 +797,3 @@ cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) exc
             f"{tuple_of(nd, dst)!r}, sizes {tuple_of(nd, sz)!r}), so a conversion into it is "
             f"ambiguous")
     return 0
-
-
-def _tune(tile_bytes=None, period_items=None, tile_columns=None, convert_last=None,
-          stage=None, stage_chunk=None, planes=None, tiled=None, tiled_bytes=None,
-          claims_per_thread=None):
-    """Set the staging tile's bytes, the unrolled parameter period, the tile's columns and
-    whether transposes convert last (-1: when widening, 0: never, 1: always), whether they
-    go through a staged chunk (-1: large narrowing ones, 0: never, 1: always) and its bytes,
-    whether dense uint8 pixels go straight to float32 planes, and whether float32 ->
-    float16/bfloat16 transposes take the one-pass kernels and their tile's bytes, and how many
-    runs of blocks a thread of a team claims (0: one fixed share each); return the previous
-    values.
-    For benchmarks and tests."""
-    global _TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK
-    global _PLANES, _TILED, _TILED_BYTES, _CLAIMS_PER_THREAD
-    old = (_TILE_BYTES, _PERIOD_ITEMS, _TILE_COLUMNS, _CONVERT_LAST, _STAGE, _STAGE_CHUNK,
-           _PLANES, _TILED, _TILED_BYTES, _CLAIMS_PER_THREAD)
-    if claims_per_thread is not None:
-        _CLAIMS_PER_THREAD = max(0, int(claims_per_thread))
-    if tiled_bytes is not None:
-        _TILED_BYTES = min(max(4096, int(tiled_bytes)), 1 << 22)
-    if tiled is not None:
-        _TILED = bool(tiled)
-    if planes is not None:
-        _PLANES = bool(planes)
-    if stage is not None:
-        _STAGE = max(-1, min(1, int(stage)))
-    if stage_chunk is not None:
-        _STAGE_CHUNK = max(64, int(stage_chunk))
-    if convert_last is not None:
-        _CONVERT_LAST = max(-1, min(1, int(convert_last)))
-    if tile_columns is not None:
-        _TILE_COLUMNS = max(16, int(tile_columns))
-    if tile_bytes is not None:
-        _TILE_BYTES = min(max(4096, int(tile_bytes)), 1 << 22)
-    if period_items is not None:
-        _PERIOD_ITEMS = max(1, int(period_items))
-    return old

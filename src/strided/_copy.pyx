@@ -52,8 +52,12 @@ def max_threads():
 # whose columns are the destination's innermost dim. When that dim is unit-stride in the
 # destination and another dim is unit-stride in the source, the block is a transpose (rows =
 # the source's unit dim) and is tiled for the cache; otherwise it is a copy of rows (memcpy,
-# fill, gather or scatter). Blocks are numbered (outer index, block row, block column); a team
-# of threads splits that range statically, each walking its share with an odometer.
+# fill, gather or scatter). Blocks are numbered (outer index, block row, block column); the
+# threads of a team claim runs of them, each walking its run with an odometer (run_team).
+# A conversion is the same problem with two item sizes and a third operand, its per-channel
+# parameters: plan_problem serves both, and each family sizes its blocks and brings its blocks
+# function (this module's _copy_blocks; _convert's conversion blocks) to one Plan, run by one
+# runner (execute, run_team).
 
 cdef extern from "_kernels/copy_kernels.h":
     enum:
@@ -80,89 +84,103 @@ cdef extern from "_kernels/copy_kernels.h":
 
 st_cpu_init()   # once, at import, before any thread copies
 
-ctypedef struct CopyPlan:
-    int kind                   # ST_BLOCK_COPY, ST_BLOCK_TRANSPOSE or ST_BLOCK_TBUF
-    int nt                     # 1: write whole lines with non-temporal stores
-    int align                  # 1: block columns start on the destination's 64-byte lines
-    int stitch                 # 1: lines straddling two blocks of a strip are finished whole
-    int unit                   # bytes moved per element of the plan: 1, 2, 4, 8 or 16
-    int nouter                 # outer dims, outermost first (strides in units): n, ds, ss
-    int64_t R, C, dp, dq, sp, sq   # the block problem, in units
-    int64_t BR, BC, nbr, nbc       # block extents and block counts per outer index
-    int64_t dst_shift, src_shift   # bytes added to the addresses by the flipped dims
-    int64_t items                  # blocks in all
-    int64_t nbytes                 # bytes written
-    int64_t thread_bytes           # _THREAD_BYTES and _CHUNKS_PER_THREAD when it was planned:
-    int64_t chunks_per_thread      # the runner reads no module state without the GIL
-    # last, so that a copy of a plan copies only the nouter entries used (_plan_copy_out)
-    int64_t n[MAX_NDIM]
-    int64_t ds[MAX_NDIM]
-    int64_t ss[MAX_NDIM]
-
+# Plan (declared in _copy.pxd): the engine's one plan, for a copy (this module's blocks) and a
+# conversion (_convert's).
 
 # Team (declared in _copy.pxd): size, the threads a team was started with; budgeted, 1 for a
 # default-sized team, whose workers give their core back (team_yields); counted, its threads
 # counted in the process-wide count now (workers that give their core back subtract theirs).
 
 
-# Tuning, in bytes (set by _tune for experiments; the defaults were measured on this project's
-# 2-core x86-64 machine, see benchmarks/bench_copy.py):
-cdef int64_t _TILE_BYTES = 256          # a transpose tile's row, in each layout
-cdef int64_t _BLOCK_BYTES = 64 * 1024   # a copy block's bytes
-cdef int64_t _THREAD_BYTES = 256 * 1024  # each extra thread needs this many bytes of work
-cdef int64_t _NT_BYTES = 32 * 1024 * 1024  # copies this large write with streaming stores
-cdef int64_t _NOGIL_BYTES = 16 * 1024   # smaller copies keep the GIL (and one thread)
-# transposes through the staging tile: -1 when _staged() says so, 0 never, 1 always
-cdef int _STAGED = -1
-cdef int64_t _STAGE_BYTES = 131072  # the staging tile's size (at most ST_TILE_BUF) ...
-cdef int64_t _STAGE_BIG_FROM = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
-cdef int64_t _NT_RUN_BYTES = 128   # a streamed transpose's destination run per tile row ...
-cdef int64_t _NT_STITCH_BYTES = 512   # ... when rows do not share a line alignment
-cdef int64_t _CHUNKS_PER_THREAD = 8   # a team's blocks are claimed in this many chunks a thread
+# ---- tuning: one set of knobs for the whole engine -------------------------------------------
+# The defaults were measured on this project's 2-core x86-64 machines (AMD EPYC and Intel, see
+# benchmarks/): bytes unless said otherwise. _tune sets them for benchmarks and tests. The work
+# a call is measured by (Plan.nbytes) is a copy's bytes written and a conversion's bytes read
+# and written: thread_bytes and nogil_bytes were measured that way for each, and equal.
+
+cdef Tuning _TUNING
+_TUNING.block_bytes = 64 * 1024      # a block of rows (a copy's, or a conversion's row by row)
+_TUNING.thread_bytes = 256 * 1024    # each extra thread needs this much work
+_TUNING.nogil_bytes = 16 * 1024      # less work keeps the GIL (and one thread)
+_TUNING.chunks_per_thread = 8        # a team's blocks are claimed in this many runs a thread
+_TUNING.nt_bytes = 32 * 1024 * 1024  # calls writing this much write with streaming stores
+_TUNING.tile_row_bytes = 256         # a copy's transpose tile's row, in each layout
+_TUNING.staged = -1                  # copy transposes via the staging tile: -1 by _staged()
+_TUNING.stage_bytes = 131072         # the copy's staging tile (at most ST_TILE_BUF) ...
+_TUNING.stage_big_from = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
+_TUNING.nt_run_bytes = 128           # a streamed transpose's destination run per tile row ...
+_TUNING.nt_stitch_bytes = 512        # ... when rows do not share a line alignment
+_TUNING.shift_buffer_bytes = 256 * 1024    # the overlap routes' buffer: L2-sized
+_TUNING.convert_tile_bytes = 131072  # a conversion's staged tile: fits L2
+_TUNING.convert_tiled_bytes = 262144   # ... for the one-pass kernels (convert_tiles.h)
+_TUNING.convert_tile_columns = 64    # a staged tile's columns (destination rows' run)
+_TUNING.convert_period_items = 512   # an unrolled period of per-channel parameters
+_TUNING.convert_planes = 1           # dense 8-bit pixels go straight to float32 planes
+_TUNING.convert_tiled = 1            # float32 -> float16/bfloat16 transposes in one pass
+_TUNING.convert_last = -1            # -1: widening transposes convert last; 0 never, 1 always
+_TUNING.convert_chunked = -1         # -1: large narrowing transposes go through chunks
+_TUNING.convert_chunked_from = 4 * 1024 * 1024   # destination bytes from which to chunk
+_TUNING.convert_chunk_bytes = 512 * 1024         # destination bytes of a chunk
 
 
-def _tune(tile_bytes=None, block_bytes=None, thread_bytes=None, nt_bytes=None, staged=None,
-          stage_bytes=None, nt_run_bytes=None, nt_stitch_bytes=None, chunks_per_thread=None):
-    """Set the copy engine's tuning constants (bytes, and the chunks a thread's share of the
-    blocks is claimed in); return the previous ones. For benchmarks."""
-    global _TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES
-    global _NT_RUN_BYTES, _NT_STITCH_BYTES, _CHUNKS_PER_THREAD
-    old = (_TILE_BYTES, _BLOCK_BYTES, _THREAD_BYTES, _NT_BYTES, _STAGED, _STAGE_BYTES,
-           _NT_RUN_BYTES, _NT_STITCH_BYTES, _CHUNKS_PER_THREAD)
-    if chunks_per_thread is not None:
-        _CHUNKS_PER_THREAD = max(1, int(chunks_per_thread))
-    # Runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
-    # rows of two runs, still fits the staging buffer.
-    if nt_run_bytes is not None:
-        _NT_RUN_BYTES = min(max(64, int(nt_run_bytes) // 64 * 64), <int64_t>ST_TILE_BUF // 32)
-    if nt_stitch_bytes is not None:
-        _NT_STITCH_BYTES = min(max(64, int(nt_stitch_bytes) // 64 * 64),
-                               <int64_t>ST_TILE_BUF // 16)
-    if stage_bytes is not None:
-        _STAGE_BYTES = min(max(256, int(stage_bytes)), <int64_t>ST_TILE_BUF)
-    if staged is not None:
-        _STAGED = -1 if staged == -1 else int(bool(staged))
-    if nt_bytes is not None:
-        _NT_BYTES = int(nt_bytes)
-    if tile_bytes is not None:
-        _TILE_BYTES = max(16, int(tile_bytes))
-    if block_bytes is not None:
-        _BLOCK_BYTES = max(16, int(block_bytes))
-    if thread_bytes is not None:
-        _THREAD_BYTES = max(1, int(thread_bytes))
-    _plan_cache_clear()
-    return old
+cdef Tuning tuning_now() noexcept:
+    """The knobs as they are (call it holding the GIL, as _tune sets them holding it)."""
+    return _TUNING
 
 
-def _overlap_tuning(shift_buffer_bytes=None, max_work=None):
-    """Set the shift buffer's size and the copies' overlap work budget; return the previous
-    (shift_buffer_bytes, max_work). For tests, which force every buffered route on small
-    arrays; not thread-safe against copies running at the same time."""
-    global _SHIFT_BUFFER_BYTES
-    old = (_SHIFT_BUFFER_BYTES, _core._max_work_tuning(max_work))
-    if shift_buffer_bytes is not None:
-        _SHIFT_BUFFER_BYTES = max(1, int(shift_buffer_bytes))
-    _plan_cache_clear()   # cached plans hold overlap decisions made under the old budget
+def _knob(name, value):
+    """A knob's new value, clamped to what the engine can run."""
+    if name in ("staged", "convert_last", "convert_chunked"):
+        return max(-1, min(1, int(value)))
+    if name in ("convert_planes", "convert_tiled"):
+        return int(bool(value))
+    if name == "chunks_per_thread":
+        return max(0, int(value))
+    if name == "nt_bytes":
+        return int(value)
+    # runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
+    # rows of two runs, still fits the staging buffer
+    if name == "nt_run_bytes":
+        return min(max(64, int(value) // 64 * 64), <int64_t>ST_TILE_BUF // 32)
+    if name == "nt_stitch_bytes":
+        return min(max(64, int(value) // 64 * 64), <int64_t>ST_TILE_BUF // 16)
+    if name == "stage_bytes":
+        return min(max(256, int(value)), <int64_t>ST_TILE_BUF)
+    if name in ("convert_tile_bytes", "convert_tiled_bytes"):
+        return min(max(4096, int(value)), 1 << 22)
+    if name in ("tile_row_bytes", "block_bytes", "convert_tile_columns"):
+        return max(16, int(value))
+    if name == "convert_chunk_bytes":
+        return max(64, int(value))
+    return max(1, int(value))
+
+
+def _tune(**knobs):
+    """Set knobs of the engine's tuning (the names of the ``Tuning`` struct, and ``max_work``,
+    the overlap decisions' work budget in ``strided._core``); return every knob's previous
+    value, a dict that ``_tune(**old)`` restores. For benchmarks and tests, which force every
+    route on small arrays; calls running at the same time plan with the knobs they started
+    with (each takes a snapshot), so a change is seen by the calls that start after it.
+
+    Raises
+    ------
+    TypeError
+        A name that is not a knob.
+    """
+    global _TUNING
+    cdef dict state = _TUNING
+    old = dict(state)
+    old["max_work"] = _core._max_work_tuning()
+    for name, value in knobs.items():
+        if name == "max_work":
+            _core._max_work_tuning(value)
+        elif name not in state:
+            raise TypeError(f"_tune() got an unknown knob {name!r}; the knobs are "
+                            f"{sorted(old)}")
+        elif value is not None:
+            state[name] = _knob(name, value)
+    _TUNING = state
+    _plan_cache_clear()   # cached plans were sized with the old knobs
     return old
 
 
@@ -254,87 +272,114 @@ cdef int block_problem(int d, int64_t* n, int64_t* ds, int64_t* ss, int64_t* ps,
     return m
 
 
-cdef void _plan_copy(CopyPlan* P, int nd, const int64_t* sizes, const int64_t* dstr,
-                     const int64_t* sstr, int64_t itemsize) noexcept nogil:
-    """Fill P for a non-empty copy. Precondition: byte spans fit int64 (checked by the caller).
-
-    An itemsize without a typed path (3, 6, 12, ...) becomes `k` units of `unit` bytes: an
-    extra innermost dim of k units, unit-stride in both layouts, which then merges with any dim
-    contiguous in both.
-    """
+cdef void plan_problem(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                       const int64_t* sstr, const int64_t* pstr, int64_t k) noexcept nogil:
+    """Fill P's problem (kind, the block problem, the outer dims, the shifts) for a non-empty
+    call of either family, P.dsz, P.ssz and P.ct set (bytes of a unit of each stride).
+    Precondition: byte spans fit int64 (checked by the caller). ``pstr``: the parameter
+    strides, or NULL (none: a copy). ``k``: units per element (a copy of items without a typed
+    path, 3, 6, 12, ... bytes, moves ``k`` units each: an extra innermost dim of k units,
+    unit-stride in both layouts, which then merges with any dim contiguous in both)."""
     cdef int64_t n[MAX_NDIM + 1]
     cdef int64_t ds[MAX_NDIM + 1]
     cdef int64_t ss[MAX_NDIM + 1]
-    cdef int64_t k
-    cdef int unit = _unit_of(itemsize)
+    cdef int64_t ps[MAX_NDIM + 1]
     cdef int i, d = 0, p = -1, q
     cdef bint transposing
-    k = itemsize // unit
-    P.unit = unit
     P.dst_shift = 0
     P.src_shift = 0
+    P.par_shift = 0
+    for i in range(nd):
+        if sizes[i] == 1:
+            continue
+        n[d], ds[d], ss[d] = sizes[i], dstr[i] * k, sstr[i] * k
+        ps[d] = pstr[i] if pstr != NULL else 0
+        if ds[d] < 0:   # walk the destination forwards: flip the dim in every operand
+            P.dst_shift += (n[d] - 1) * ds[d] * P.dsz
+            P.src_shift += (n[d] - 1) * ss[d] * P.ssz
+            P.par_shift += (n[d] - 1) * ps[d] * P.ct
+            ds[d], ss[d], ps[d] = -ds[d], -ss[d], -ps[d]
+        d += 1
+    if k > 1:
+        n[d], ds[d], ss[d], ps[d] = k, 1, 1, 0
+        d += 1
+    d = block_problem(d, n, ds, ss, ps if pstr != NULL else NULL, &p, &transposing)
+    if pstr == NULL:
+        for i in range(d):
+            ps[i] = 0
+    q = d - 1
+    P.kind = ST_BLOCK_TRANSPOSE if transposing else ST_BLOCK_COPY
+    P.C, P.dq, P.sq, P.pq = n[q], ds[q], ss[q], ps[q]
+    if p >= 0:
+        P.R, P.dp, P.sp, P.pp = n[p], ds[p], ss[p], ps[p]
+    else:
+        P.R, P.dp, P.sp, P.pp = 1, 0, 0, 0
+    P.nouter = 0
+    P.outer_params = False
+    for i in range(d):
+        if i != p and i != q:
+            P.n[P.nouter], P.ds[P.nouter] = n[i], ds[i]
+            P.ss[P.nouter], P.ps[P.nouter] = ss[i], ps[i]
+            P.outer_params = P.outer_params or ps[i] != 0
+            P.nouter += 1
+
+
+cdef void plan_run(Plan* P, const Tuning* T) noexcept nogil:
+    """What running P needs of the tuning (items and nbytes set): the most threads its work is
+    worth (one per thread_bytes, one per block), whether it keeps the GIL, the claim size."""
+    P.most = 1
+    if STRIDED_OPENMP_ENABLED:
+        P.most = max(<int64_t>1, min(P.nbytes // T.thread_bytes, P.items))
+    P.keeps_gil = P.nbytes < T.nogil_bytes
+    P.chunks_per_thread = T.chunks_per_thread
+
+
+cdef void _plan_copy(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                     const int64_t* sstr, int64_t itemsize, const Tuning* T) noexcept nogil:
+    """Fill P for a non-empty copy: the problem in units of the item's largest typed part,
+    the copy's blocks (_plan_blocks)."""
+    cdef int unit = _unit_of(itemsize)
+    cdef int i
+    P.unit = unit
+    P.dsz = P.ssz = unit
+    P.ct = 0
     P.nbytes = itemsize
     for i in range(nd):
         P.nbytes *= sizes[i]
-        if sizes[i] == 1:
-            continue
-        n[d] = sizes[i]
-        ds[d] = dstr[i] * k
-        ss[d] = sstr[i] * k
-        if ds[d] < 0:   # walk the destination forwards: flip this dim in both layouts
-            P.dst_shift += (n[d] - 1) * ds[d] * unit
-            P.src_shift += (n[d] - 1) * ss[d] * unit
-            ds[d] = -ds[d]
-            ss[d] = -ss[d]
-        d += 1
-    if k > 1:
-        n[d] = k
-        ds[d] = 1
-        ss[d] = 1
-        d += 1
-    d = block_problem(d, n, ds, ss, NULL, &p, &transposing)
-    q = d - 1
-    P.kind = ST_BLOCK_TRANSPOSE if transposing else ST_BLOCK_COPY
-    P.C, P.dq, P.sq = n[q], ds[q], ss[q]
-    if p >= 0:
-        P.R, P.dp, P.sp = n[p], ds[p], ss[p]
-    else:
-        P.R, P.dp, P.sp = 1, 0, 0
-    P.nouter = 0
-    for i in range(d):
-        if i != p and i != q:
-            P.n[P.nouter], P.ds[P.nouter], P.ss[P.nouter] = n[i], ds[i], ss[i]
-            P.nouter += 1
-    _plan_blocks(P)
+    plan_problem(P, nd, sizes, dstr, sstr, NULL, itemsize // unit)
+    _plan_blocks(P, T)
+    plan_run(P, T)
+    P.run = _copy_blocks
+    P.scratch_bytes = 0   # (the copy's staging tile is thread-local: st_scratch)
 
 
 cdef inline int64_t _abs64(int64_t v) noexcept nogil:
     return -v if v < 0 else v
 
 
-cdef inline int64_t _nt_run(int unit) noexcept nogil:
+cdef inline int64_t _nt_run(const Tuning* T, int unit) noexcept nogil:
     """A streamed transpose's destination run per tile row, in bytes. Measured at 64 MiB:
     128 B (tiles of 1024 x 32 floats) for items of 2 bytes or more, twice that for bytes, whose
     16 x 16 micro-tiles are slower to fill a taller tile."""
-    return _NT_RUN_BYTES * 2 if unit == 1 else _NT_RUN_BYTES
+    return T.nt_run_bytes * 2 if unit == 1 else T.nt_run_bytes
 
 
-cdef inline int64_t _nt_stitch_run(int unit) noexcept nogil:
+cdef inline int64_t _nt_stitch_run(const Tuning* T, int unit) noexcept nogil:
     """A stitched transpose's destination run per tile row, in bytes: longer than _nt_run, as
     every run costs a carried line (measured at 63 MiB, 4063^2 floats: 0.7x memcpy with runs
     of 128 B, 0.9x with 512 B), except for bytes, whose tiles then grow too short (0.7x with
     256 B, 0.6x with 512 B)."""
-    return _NT_STITCH_BYTES // 2 if unit == 1 else _NT_STITCH_BYTES
+    return T.nt_stitch_bytes // 2 if unit == 1 else T.nt_stitch_bytes
 
 
-cdef inline bint _nt_whole_rows(const CopyPlan* P) noexcept nogil:
+cdef inline bint _nt_whole_rows(const Plan* P, const Tuning* T) noexcept nogil:
     """Whether a streamed transpose stages whole destination rows (the block is then one run):
     for rows back to back of up to 2 runs (measured: NCHW -> NHWC with 64 floats, NCHW32 with
     doubles, 1.1-1.2x faster than half rows)."""
-    return P.dp == P.C and P.C * P.unit <= 2 * _NT_RUN_BYTES
+    return P.dp == P.C and P.C * P.unit <= 2 * T.nt_run_bytes
 
 
-cdef bint _lines_agree(const CopyPlan* P) noexcept nogil:
+cdef bint _lines_agree(const Plan* P) noexcept nogil:
     """Whether every destination row, in every outer index, starts at the same offset within a
     64-byte line, so that block columns aligned on the first row's lines are aligned on all.
     """
@@ -347,7 +392,7 @@ cdef bint _lines_agree(const CopyPlan* P) noexcept nogil:
     return True
 
 
-cdef bint _staged(const CopyPlan* P) noexcept nogil:
+cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     """Whether a transpose below the streaming threshold goes through the staging tile, by the
     destination's row bytes.
 
@@ -361,24 +406,24 @@ cdef bint _staged(const CopyPlan* P) noexcept nogil:
     this says.
     """
     cdef int64_t row = P.C * P.unit
-    if _STAGED >= 0:
-        return _STAGED
+    if T.staged >= 0:
+        return T.staged
     if P.unit >= 4:
         return row <= 16 or 64 < row <= 256
     return row <= 128
 
 
-cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
-    """Block extents: cache tiles for transposes, about _BLOCK_BYTES of rows for copies."""
+cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
+    """Block extents: cache tiles for transposes, about block_bytes of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
-    cdef int64_t per = max(<int64_t>1, _BLOCK_BYTES // P.unit)
+    cdef int64_t per = max(<int64_t>1, T.block_bytes // P.unit)
     # A copy that fits the caches stages through an L1-sized tile; a large one through an
     # L2-sized one (128 KiB), whose longer runs per row suit DRAM better (both measured: 128 KiB
     # was 0-15% faster than 64 KiB at 16 and 64 MiB).
-    cdef int64_t room = (_STAGE_BYTES if P.nbytes >= _STAGE_BIG_FROM else
-                         min(_STAGE_BYTES, <int64_t>16384)) // P.unit
+    cdef int64_t room = (T.stage_bytes if P.nbytes >= T.stage_big_from else
+                         min(T.stage_bytes, <int64_t>16384)) // P.unit
     cdef int i
-    cdef bint stream = streams(P.nbytes)
+    cdef bint stream = streams(T, P.nbytes)
     P.align = 0
     P.stitch = 0
     # Streaming stores skip the read-for-ownership of every destination line: a third of a
@@ -389,7 +434,7 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream:
         # Tiles of whole short rows (the block is one run of the destination), or of short
         # runs of long rows. When every row starts at the same offset in its line, the block
-        # columns are shifted onto the lines (_execute finds the shift from the address, and
+        # columns are shifted onto the lines (_copy_blocks finds the shift from the address, and
         # the plan keeps a spare column); otherwise a strip of blocks writes the same rows left
         # to right and the lines straddling two blocks are finished from a carry
         # (st_stitch_row). Either way every line is streamed whole. (Stitching serves both,
@@ -397,19 +442,19 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
         # every run then needs a carry.)
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
-        if _nt_whole_rows(P):
+        if _nt_whole_rows(P, T):
             P.BC = P.C
             P.BR = min(P.R, max(micro, room // P.BC))
         elif _lines_agree(P):
-            P.BC = _nt_run(P.unit) // P.unit
+            P.BC = _nt_run(T, P.unit) // P.unit
             P.BR = min(P.R, max(micro, room // P.BC))
             P.align = 1
         else:
-            P.BC = _nt_stitch_run(P.unit) // P.unit
+            P.BC = _nt_stitch_run(T, P.unit) // P.unit
             P.BR = min(P.R, max(micro, room // P.BC), <int64_t>ST_STITCH_ROWS)
             P.stitch = 1
-    elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P):
-        tile = max(micro, _TILE_BYTES // P.unit)
+    elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P, T):
+        tile = max(micro, T.tile_row_bytes // P.unit)
         P.BR = min(P.R, tile)
         P.BC = min(P.C, tile)
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
@@ -437,11 +482,9 @@ cdef void _plan_blocks(CopyPlan* P) noexcept nogil:
     P.items = P.nbr * P.nbc
     for i in range(P.nouter):
         P.items *= P.n[i]
-    P.thread_bytes = _THREAD_BYTES
-    P.chunks_per_thread = _CHUNKS_PER_THREAD
 
 
-cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
+cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
                       int64_t hi, int64_t lead) noexcept nogil:
     """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims).
 
@@ -519,16 +562,11 @@ cdef void _run_blocks(const CopyPlan* P, char* dst, const char* src, int64_t lo,
             i -= 1
 
 
-ctypedef struct _CopyRun:   # what a copy's blocks_fn needs: the plan and the lead columns
-    const CopyPlan* P
-    int64_t lead
-
-
-cdef void _copy_blocks(const void* run, char* dst, const char* src, int64_t lo, int64_t hi,
+cdef void _copy_blocks(const void* plan, char* dst, const char* src, int64_t lo, int64_t hi,
                        char* scratch) noexcept nogil:
     """A copy's blocks_fn (run_team): blocks lo..hi-1 (its staging tile is thread-local)."""
-    cdef const _CopyRun* R = <const _CopyRun*>run
-    _run_blocks(R.P, dst, src, lo, hi, R.lead)
+    cdef const Plan* P = <const Plan*>plan
+    _run_blocks(P, dst, src, lo, hi, 0 if not P.align else _lead(P, dst))
 
 
 # ---- the engines' one runner: a team claiming runs of blocks ---------------------------------
@@ -579,7 +617,7 @@ cdef void _claim_runs(const void* plan, blocks_fn run, char* dst, const char* sr
         run(plan, dst, src, lo, min(lo + chunk, items), mine)
 
 
-cdef inline int64_t _lead(const CopyPlan* P, const char* dst) noexcept nogil:
+cdef inline int64_t _lead(const Plan* P, const char* dst) noexcept nogil:
     """Columns before the destination's first line boundary, for P.align plans (rows share
     it: _lines_agree)."""
     if <uintptr_t>dst % P.unit:
@@ -587,19 +625,19 @@ cdef inline int64_t _lead(const CopyPlan* P, const char* dst) noexcept nogil:
     return ((64 - <int64_t>(<uintptr_t>dst % 64)) % 64) // P.unit
 
 
-cdef void _execute(const CopyPlan* P, char* dst, const char* src, int nthreads) noexcept nogil:
-    """Run a plan: on one thread below P.thread_bytes of work per thread, else on a team
-    (``nthreads``: the engine's thread argument, see copy_threads; team_enter sizes it)."""
-    cdef _CopyRun R
+cdef void execute(const Plan* P, char* dst, const char* src, int nthreads, int64_t most,
+                  char* scratch) noexcept nogil:
+    """Run a plan of either family: on the calling thread when it keeps the GIL and one thread
+    is asked for, else on a team for the thread argument ``nthreads`` (see copy_threads;
+    team_enter sizes it) of at most ``most`` threads, thread t staging in ``scratch + t *
+    P.scratch_bytes``."""
     dst += P.dst_shift
     src += P.src_shift
-    R.P = P
-    R.lead = 0 if not P.align else _lead(P, dst)
-    if nthreads == 1 and P.nbytes < _NOGIL_BYTES:   # a small copy with the GIL: no team
-        _run_blocks(P, dst, src, 0, P.items, R.lead)
+    if nthreads == 1 and P.keeps_gil:   # small work with the GIL: no team
+        P.run(P, dst, src, 0, P.items, scratch)
         return
-    run_team(&R, _copy_blocks, dst, src, P.items, min(P.nbytes // P.thread_bytes, P.items),
-             P.chunks_per_thread, nthreads, P.nbytes >= _NOGIL_BYTES, NULL, 0)
+    run_team(P, P.run, dst, src, P.items, most, P.chunks_per_thread, nthreads, not P.keeps_gil,
+             scratch, P.scratch_bytes)
 
 
 # ---- how many threads: one budget of cores for every call running at once --------------------
@@ -885,7 +923,7 @@ ctypedef struct _CacheEntry:
     int dst_overlaps
     int64_t itemsize
     int64_t key[3 * _CACHE_MAX_ND]
-    CopyPlan plan
+    Plan plan
 
 cdef _CacheEntry _cache[_CACHE_SLOTS]
 
@@ -919,14 +957,15 @@ cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) exc
     return result != 0
 
 
-cdef inline void _plan_copy_out(CopyPlan* to, const CopyPlan* plan) noexcept nogil:
+cdef inline void _plan_copy_out(Plan* to, const Plan* plan) noexcept nogil:
     """``*to = *plan``, but only the outer dims used: a plan is copied on every cached copy,
-    and MAX_NDIM entries of three arrays are 1.5 KiB."""
+    and MAX_NDIM entries of four arrays are 2 KiB."""
     cdef size_t n = <size_t>plan.nouter * sizeof(int64_t)
     memcpy(to, plan, <size_t>(<const char*>&plan.n[0] - <const char*>plan))
     memcpy(&to.n[0], &plan.n[0], n)
     memcpy(&to.ds[0], &plan.ds[0], n)
     memcpy(&to.ss[0], &plan.ss[0], n)
+    memcpy(&to.ps[0], &plan.ps[0], n)
 
 
 cdef inline bint _cache_hit(const _CacheEntry* e, int nd, const int64_t* sizes,
@@ -943,7 +982,7 @@ cdef inline bint _cache_hit(const _CacheEntry* e, int nd, const int64_t* sizes,
 
 
 cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int64_t* sstr,
-                   int64_t itemsize, CopyPlan* plan) except -1:
+                   int64_t itemsize, Plan* plan) except -1:
     """Plan a non-empty copy into ``*plan`` (the caller's own); return 1, planning nothing,
     when the destination overlaps itself, else 0. Ranks up to _CACHE_MAX_ND go through the
     plan cache."""
@@ -953,7 +992,7 @@ cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int6
     if nd > _CACHE_MAX_ND:
         if _dst_overlaps(nd, sizes, dstr):
             return 1
-        _plan_copy(plan, nd, sizes, dstr, sstr, itemsize)
+        _plan_copy(plan, nd, sizes, dstr, sstr, itemsize, &_TUNING)
         return 0
     h = _mix(h, nd)
     h = _mix(h, itemsize)
@@ -971,8 +1010,8 @@ cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int6
     # A miss: decide and plan outside the lock (the overlap test may take a while, without
     # the GIL), then fill the slot.
     overlapping = _dst_overlaps(nd, sizes, dstr)
-    if not overlapping:
-        _plan_copy(plan, nd, sizes, dstr, sstr, itemsize)
+    if not overlapping:   # (the GIL is held: the knobs are read as they are)
+        _plan_copy(plan, nd, sizes, dstr, sstr, itemsize, &_TUNING)
     ST_PLAN_LOCK()
     e.nd = nd
     e.itemsize = itemsize
@@ -991,7 +1030,7 @@ cdef int _get_plan(int nd, const int64_t* sizes, const int64_t* dstr, const int6
 
 cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
                        const int64_t* dstr, const int64_t* sstr, int64_t itemsize,
-                       int nthreads, const CopyPlan* plan, int64_t dlo, int64_t dhi,
+                       int nthreads, const Plan* plan, int64_t dlo, int64_t dhi,
                        int64_t slo, int64_t shi) except -1:
     """Run a planned, validated, non-empty copy; exact even when the two share memory.
     ``plan`` is the caller's own (never a cache slot: the GIL may be released here).
@@ -1001,18 +1040,21 @@ cdef int _copy_planned(char* dst, const char* src, int nd, const int64_t* sizes,
     Memory the two share goes through the engine's overlap routes (copy_overlapping).
     """
     cdef Reader R
+    cdef Tuning T
     if not (dst + (dhi + 1) * itemsize <= src + slo * itemsize
             or src + (shi + 1) * itemsize <= dst + dlo * itemsize):
+        T = tuning_now()
         R.read = NULL
         R.ctx = NULL
         R.dsz = R.ssz = itemsize
+        R.tuning = &T
         if copy_overlapping(dst, src, nd, sizes, dstr, sstr, NULL, &R, nthreads) == 0:
             return 0
-    if plan.nbytes < _NOGIL_BYTES:   # a few microseconds: not worth a GIL round trip
-        _execute(plan, dst, src, 1)
+    if plan.keeps_gil:   # a few microseconds: not worth a GIL round trip
+        execute(plan, dst, src, 1, 1, NULL)
         return 0
     with nogil:
-        _execute(plan, dst, src, nthreads)
+        execute(plan, dst, src, nthreads, plan.most, NULL)
     return 0
 
 
@@ -1082,18 +1124,18 @@ cdef void _stage(int parts, char* tmp, char* dst, const char* src, int nd, const
     turn. Every route of the overlap policy goes through here."""
     cdef int64_t tstr[MAX_NDIM]
     cdef int order[MAX_NDIM]
-    cdef CopyPlan plan
+    cdef Plan plan
     c_physical_order(nd, sizes, dstr, order)
     c_packed_strides(nd, sizes, order, NULL, tstr)
     if parts & _STAGE_READ:
         if R.read == NULL:
-            _plan_copy(&plan, nd, sizes, tstr, sstr, R.dsz)
-            _execute(&plan, tmp, src, nthreads)
+            _plan_copy(&plan, nd, sizes, tstr, sstr, R.dsz, R.tuning)
+            execute(&plan, tmp, src, nthreads, plan.most, NULL)
         else:
             R.read(R.ctx, tmp, tstr, src, nd, sizes, sstr, poff, pstr, nthreads)
     if parts & _STAGE_WRITE:
-        _plan_copy(&plan, nd, sizes, dstr, tstr, R.dsz)
-        _execute(&plan, dst, tmp, nthreads)
+        _plan_copy(&plan, nd, sizes, dstr, tstr, R.dsz, R.tuning)
+        execute(&plan, dst, tmp, nthreads, plan.most, NULL)
 
 
 cdef int _copy_staged(char* dst, const char* src, int nd, const int64_t* sizes,
@@ -1155,7 +1197,7 @@ cdef int _copy_swapped(char* base, int nd, const int64_t* sizes, const int64_t* 
     for i in range(nd):
         if i != a and i != b:
             rest *= sizes[i]
-    half = _SHIFT_BUFFER_BYTES // 2
+    half = R.tuning.shift_buffer_bytes // 2
     if rest * itemsize > half:   # one element pair of tiles would not fit: stage it all
         return _copy_staged(base, base, nd, sizes, dstr, sstr, pstr, R, nthreads)
     tile = <int64_t>sqrt(<double>(half // (rest * itemsize)))
@@ -1221,10 +1263,7 @@ cdef void _swap_tiles(char* tmp, char* base, int nd, int64_t* blk, const int64_t
 # g is linear, so its signs at 1 and E decide (a copy: the sign of d0 - s0, memmove's rule). So
 # groups of slabs go through a small buffer (read the group, then write it), in that direction;
 # a slab larger than the buffer is split the same way, one level down. Memory:
-# _SHIFT_BUFFER_BYTES, however large the call.
-
-cdef int64_t _SHIFT_BUFFER_BYTES = 256 * 1024   # L2-sized: both passes stay in cache
-
+# the tuning's shift_buffer_bytes, however large the call.
 
 ctypedef struct _Shift:
     int d                       # dims of size > 1, outermost first
@@ -1271,7 +1310,7 @@ cdef bint _plan_shift(_Shift* S, int nd, const int64_t* sizes, const int64_t* st
     for i in range(d):
         S.s[i] = -S.s[i]
     S.d = d
-    S.buffer_items = max(<int64_t>1, _SHIFT_BUFFER_BYTES // max(R.dsz, R.ssz))
+    S.buffer_items = max(<int64_t>1, R.tuning.shift_buffer_bytes // max(R.dsz, R.ssz))
     extent = 0   # sum of s * (n - 1) of the dims below i
     for i in range(d - 1, -1, -1):
         S.below[i] = 1 if i == d - 1 else S.below[i + 1] * S.n[i + 1]
@@ -1525,7 +1564,7 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
     be done as asked: the destination overlaps itself, or a byte offset leaves int64 (strides
     made up with numpy's ``as_strided``). The caller's slow path then explains the refusal.
     """
-    cdef CopyPlan plan
+    cdef Plan plan
     cdef int64_t dlo, dhi, slo, shi
     if count == 0:
         return 0
@@ -1627,10 +1666,10 @@ cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, 
     st_copy_block(ST_BLOCK_TRANSPOSE, itemsize, dst, dp, 1, src, 1, sq, R, C, 0, NULL)
 
 
-cdef bint streams(int64_t written) noexcept nogil:
-    """Whether a copy writing ``written`` bytes streams its whole destination lines: far larger
+cdef bint streams(const Tuning* T, int64_t written) noexcept nogil:
+    """Whether a call writing ``written`` bytes streams its whole destination lines: far larger
     than the caches, where skipping the read-for-ownership saves a third of the traffic."""
-    return _NT_BYTES >= 0 and written >= _NT_BYTES
+    return T.nt_bytes >= 0 and written >= T.nt_bytes
 
 
 cdef int simd_level() noexcept nogil:

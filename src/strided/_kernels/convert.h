@@ -122,12 +122,7 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
     return NULL;
 }
 
-/* ---- one row ------------------------------------------------------------------------------- */
-
-typedef struct {
-    int stype, dtype, mode;
-    st_fused_fn fused;          /* the unit-stride row, or NULL */
-} st_cvt_op;
+/* ---- one row (st_cvt_op, in types.h, says how) --------------------------------------------- */
 
 /* dst[i * ds] = convert(src[i * ss]) for i < n (element strides); the affine parameters of
  * element i at scale + i * ps, shift + i * ps (compute-type elements; unused when plain). */

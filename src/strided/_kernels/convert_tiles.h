@@ -31,9 +31,7 @@
 #include "tile.h"
 #include "convert.h"
 
-/* dst[r * dp + c] = convert(src[r + c * sq]) for r < R, c < C; see ST_DEFINE_TILED. */
-typedef void (*st_tiled_fn)(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R,
-                            st_idx C, int nt, char *scratch);
+/* The kernels are st_tiled_fn (types.h); see ST_DEFINE_TILED. */
 
 /* one item, bits in and bits out (the edges of a block) */
 #define ST_CV_F32_F16(x) st_f32_to_f16(st_bits_f32(x))

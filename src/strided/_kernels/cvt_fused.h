@@ -15,10 +15,8 @@
  * a float* or uint16_t* that would assert an alignment the row does not have; GCC and Clang
  * turn each into one unaligned move and vectorise the loops as before (checked with
  * -fopt-info-vec and in the object code: the same vector loops as with typed pointers).
- * The parameters are the engine's own float buffers, aligned. */
-
-typedef void (*st_fused_fn)(char *d, const char *s, st_idx n, const void *scale,
-                            const void *shift, st_idx ps);
+ * The parameters are the engine's own float buffers, aligned. The rows are st_fused_fn
+ * (types.h). */
 
 /* t = (float)source element i * scale + shift, then OUT stores t; LOAD(p) reads an element
  * of SIZE bytes at p. */

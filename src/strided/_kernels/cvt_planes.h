@@ -13,10 +13,7 @@
  * de-interleave and the conversion together (measured at 1080x1920: as fast as a contiguous
  * uint8 -> float32 cast of the same bytes, against 2x that through a staged tile). `dp`: bytes
  * between planes; parameters of plane r at scale[r * pp], shift[r * pp] (a plain cast passes
- * 1 and -0.0, which change no value). */
-
-typedef void (*st_planes_fn)(char *d, st_idx dp, const char *s, st_idx n, const void *scale,
-                             const void *shift, st_idx pp);
+ * 1 and -0.0, which change no value). The kernels are st_planes_fn (types.h). */
 
 /* (The planes start at any byte: float stores through memcpy, on distinct restrict rows.) */
 #define ST_DEF_PLANES3(SUFFIX, ATTR, T, TN)                                                   \
@@ -135,10 +132,7 @@ ST_DEF_PLANES_AVX2(4, i8, 1)
  * saturate(round_half_even(plane_r[i] * a_r + b_r)), NaN -> 0; planes `sp` bytes apart,
  * parameters of channel r at scale[r * pq]. AVX2: 8 pixels a round; the two packs leave each
  * 128-bit lane holding its 4 pixels channel by channel, and one byte shuffle per lane turns
- * that into pixel order. */
-
-typedef void (*st_pixels_fn)(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
-                             const void *shift, st_idx pq);
+ * that into pixel order. The kernels are st_pixels_fn (types.h). */
 
 ST_INLINE void st_pixels_scalar(char *d, const char *s, st_idx lo, st_idx n, st_idx sp,
                                     const float *a, const float *c, st_idx pq, int R, int sign)
