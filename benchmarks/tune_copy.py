@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from strided import _copy
+from strided.interop import _ndarray
 
 Case = tuple[str, Callable[[], tuple[np.ndarray, np.ndarray]]]
 
@@ -80,7 +81,7 @@ def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[d
         config = dict(config)
         _copy._simd(config.pop("simd", -1))
         _copy._tune(**config)
-        row.append(paired_ratio(lambda: _copy.copyto_buffers(dst, src, threads), dst.nbytes,
+        row.append(paired_ratio(lambda: _ndarray.copyto_buffers(dst, src, threads), dst.nbytes,
                                 scratch, repeat))
     return row
 

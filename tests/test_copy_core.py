@@ -1,4 +1,5 @@
-"""The compiled copy kernel: ``_copy.copy_memory``, ``_copy.copyto_buffers``, ``resolve_threads``.
+"""The compiled copy engine: ``_copy.copy_memory``, ``resolve_threads``, and the buffer fast path
+``_ndarray.copyto_buffers``.
 
 Every copy here runs between raw byte buffers (numpy ``uint8`` arrays) holding the source and
 destination layouts with guard bytes around them. The destination buffer is filled with a
@@ -726,9 +727,9 @@ def test_bad_num_threads_is_refused_before_any_write(bad, error):
     d = np.zeros((8, 8), np.uint8)
     s = np.arange(64, dtype=np.uint8).reshape(8, 8).T
     with pytest.raises(error):
-        _copy.copyto_buffers(d, s, bad)
+        _ndarray.copyto_buffers(d, s, bad)
     with pytest.raises(error):
-        _copy.copyto_buffers(d, s, num_threads=bad)
+        _ndarray.copyto_buffers(d, s, num_threads=bad)
     assert not d.any()
 
 
@@ -856,7 +857,7 @@ FAST_PAIRS = {
 
 # The two fast paths of copyto: numpy's struct read directly, and any buffer. The first hands
 # what it does not take to the second, so both must copy and decline alike.
-FAST_PATHS = {"copyto_arrays": _ndarray.copyto_arrays, "copyto_buffers": _copy.copyto_buffers}
+FAST_PATHS = {"copyto_arrays": _ndarray.copyto_arrays, "copyto_buffers": _ndarray.copyto_buffers}
 
 
 def as_numpy(x):
@@ -1074,7 +1075,7 @@ def _huge(base, shape, strides):
 def fast_paths_refuse_offsets_leaving_int64():
     # made-up strides: the third element would lie 2**63 bytes away; nothing may be read
     from strided.interop import _ndarray
-    for copy in (_ndarray.copyto_arrays, _copy.copyto_buffers):
+    for copy in (_ndarray.copyto_arrays, _ndarray.copyto_buffers):
         src = _huge(np.zeros(1), (3,), (2**62,))
         dst = np.full(3, 7.0)
         assert copy(dst, src) is False, copy

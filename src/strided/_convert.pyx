@@ -444,6 +444,37 @@ cdef inline void _store_ct(char* out, int64_t i, double v, int64_t ct) noexcept:
         (<float*>out)[i] = <float>v   # one rounding, as numpy's asarray(v, float32)
 
 
+cdef int load_params(Params* out, object scale, object shift, int64_t length,
+                     int src_code) except -1:
+    """Read a conversion's parameters (see _convert.pxd) for a source of type ``src_code``:
+    the affine step runs in float64 for the wide sources (strided._dtypes.compute_type),
+    else in float32."""
+    cdef bint affine = scale is not None or shift is not None
+    out.values = NULL
+    out.length = length
+    out.mode = ST_CVT_PLAIN
+    if affine:
+        out.mode = ST_CVT_AFF64 if src_code in _WIDE_CODES else ST_CVT_AFF32
+    out.ct = 8 if out.mode == ST_CVT_AFF64 else 4
+    # (length 0: the vectors of an empty channel axis; PyMem_RawMalloc(0) is not NULL)
+    values = <char*>PyMem_RawMalloc(<size_t>(2 * length * out.ct))
+    if values == NULL:
+        raise MemoryError()
+    try:
+        _load_params(scale, "scale", length, out.ct, values, True)
+        _load_params(shift, "shift", length, out.ct, values + length * out.ct, False)
+    except BaseException:
+        PyMem_RawFree(values)
+        raise
+    out.values = values
+    return 0
+
+
+cdef void free_params(Params* params) noexcept:
+    PyMem_RawFree(params.values)
+    params.values = NULL
+
+
 def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, dst_type,
                    src_type, scale=None, shift=None, param_strides=None, param_length=1,
                    num_threads=None):
@@ -490,6 +521,7 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef char* dptr
     cdef const char* sptr
     cdef bint affine
+    cdef Params params
     # the parameters first, into plain values (see strided._core.load_parameter)
     scale = load_parameter(scale, "scale")
     shift = load_parameter(shift, "shift")
@@ -517,20 +549,25 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
                          f"but the conversion has {count} elements")
     if count:
         _refuse_self_overlap(nd, sz, dst)
-    convert_elements(dptr, sptr, nd, sz, dst, src, _CODES[dst_type], _CODES[src_type], scale,
-                     shift, par, length, count, nthreads)
+    load_params(&params, scale, shift, length, _CODES[src_type])
+    try:
+        convert_elements(dptr, sptr, nd, sz, dst, src, _CODES[dst_type], _CODES[src_type],
+                         &params, par, count, nthreads)
+    finally:
+        free_params(&params)
 
 
 cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* sizes,
                           const int64_t* dst_strides, const int64_t* src_strides, int dst_code,
-                          int src_code, object scale, object shift, const int64_t* par,
-                          int64_t length, int64_t count, int nthreads) except -1:
+                          int src_code, const Params* params, const int64_t* par,
+                          int64_t count, int nthreads) except -1:
     """Convert between two validated memory blocks (element strides; ``count`` elements):
-    the shared end of :func:`convert_memory` and of the compiled numpy fast path.
+    the shared end of :func:`convert_memory` and of the compiled numpy fast path, which read
+    the parameters (load_params).
 
     The caller has checked the pair (:func:`check_pair`), the byte spans and that the
-    destination does not overlap itself. Raises for bad parameters (before writing); returns
-    0 when done.
+    destination does not overlap itself. Raises for parameter strides reaching outside the
+    parameters (before writing); returns 0 when done.
     """
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t dst[MAX_NDIM]
@@ -539,63 +576,52 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     cdef int i, most
     cdef Plan P
     cdef Tuning T = tuning_now()   # the knobs for this call (its routes run without the GIL)
-    cdef char* params = NULL
     cdef char* tiles = NULL
-    cdef bint affine = scale is not None or shift is not None
+    cdef int64_t length = params.length
     for i in range(nd):
         sz[i], dst[i], src[i] = sizes[i], dst_strides[i], src_strides[i]
     P.stype = src_code
     P.dtype = dst_code
-    P.mode = ST_CVT_PLAIN
-    if affine:
-        P.mode = ST_CVT_AFF64 if P.stype in _WIDE_CODES else ST_CVT_AFF32
+    P.mode = params.mode
     P.dsz = st_type_size[P.dtype]
     P.ssz = st_type_size[P.stype]
-    P.ct = 8 if P.mode == ST_CVT_AFF64 else 4
+    P.ct = params.ct
     if c_span(nd, sz, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
         raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
                          f"{length} given")
-    params = <char*>PyMem_RawMalloc(<size_t>(2 * length * P.ct))
-    if params == NULL:
-        raise MemoryError()
-    try:
-        _load_params(scale, "scale", length, P.ct, params, True)
-        _load_params(shift, "shift", length, P.ct, params + length * P.ct, False)
-        if count == 0:
+    if count == 0:
+        return 0
+    P.scale = params.values
+    P.shift = params.values + length * P.ct
+    P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
+    byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
+    byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
+    if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
+            or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
+        # the byte ranges meet: the engine's overlap policy, converting as it reads
+        if _convert_overlapping(&P, dptr, sptr, nd, sz, dst, src, par, nthreads, &T) == 0:
             return 0
-        P.scale = params
-        P.shift = params + length * P.ct
-        P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
-        byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
-        byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
-        if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
-                or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
-            # the byte ranges meet: the engine's overlap policy, converting as it reads
-            if _convert_overlapping(&P, dptr, sptr, nd, sz, dst, src, par, nthreads, &T) == 0:
-                return 0
-        P.nbytes = count * (P.dsz + P.ssz)
-        _plan(&P, nd, sz, dst, src, par, &T)
+    P.nbytes = count * (P.dsz + P.ssz)
+    _plan(&P, nd, sz, dst, src, par, &T)
+    if P.keeps_gil:
+        nthreads = 1
+    most = _most_threads(&P, nthreads)
+    if _stages(&P, count, most, &T):
+        return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads, &T)
+    # every thread's staging tile, had before any byte is written
+    tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
+    if tiles == NULL:
+        raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
+    try:
+        _unroll_period(&P, &T)
         if P.keeps_gil:
-            nthreads = 1
-        most = _most_threads(&P, nthreads)
-        if _stages(&P, count, most, &T):
-            return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads, &T)
-        # every thread's staging tile, had before any byte is written
-        tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
-        if tiles == NULL:
-            raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
-        try:
-            _unroll_period(&P, &T)
-            if P.keeps_gil:
-                execute(&P, dptr, sptr, 1, 1, tiles)
-            else:
-                with nogil:
-                    execute(&P, dptr, sptr, nthreads, most, tiles)
-        finally:
-            PyMem_RawFree(P.period_scale)
-            PyMem_RawFree(tiles)
+            execute(&P, dptr, sptr, 1, 1, tiles)
+        else:
+            with nogil:
+                execute(&P, dptr, sptr, nthreads, most, tiles)
     finally:
-        PyMem_RawFree(params)
+        PyMem_RawFree(P.period_scale)
+        PyMem_RawFree(tiles)
     return 0
 
 

@@ -103,7 +103,8 @@ ctypedef struct Plan:
     int nt                    # 1: write whole lines with non-temporal stores
     int align                 # 1: block columns start on the destination's 64-byte lines
     int stitch                # 1: lines straddling two blocks of a strip are finished whole
-    # the conversion's blocks
+    # the conversion's blocks (a copy's cached plans leave them out: keep them after the
+    # copy's)
     int stype, dtype, mode    # the pair and how it converts (the kernels' st_cvt_op) ...
     fused_fn fused            # ... with its unit-stride row, or NULL
     bint convert_last         # a transpose's tile is transposed in the source's type first

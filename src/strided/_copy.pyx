@@ -4,20 +4,20 @@ Everything here moves memory between two layouts given as addresses, sizes and *
 strides; the layout arithmetic it needs (spans, sizes, packed strides, overlap decisions) is
 ``strided._core``'s, cimported, never written again. The innermost loops are C, in
 ``_kernels/``. What this module adds: the planner and its cache, the runner of blocks on an
-OpenMP team, the thread count (serial in forked children), the routes for a destination that
-shares memory with its source (in bounded memory), and the buffer-protocol fast path of
-:func:`strided.copyto`.
+OpenMP team, the thread count (serial in forked children), and the routes for a destination
+that shares memory with its source (in bounded memory). It takes addresses, sizes and strides;
+the Python objects behind them (buffers, arrays, tensors) are read by the adapters in
+``strided.interop``.
 """
-from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t, intptr_t, uint64_t, uintptr_t
-from libc.string cimport memcpy, strchr, strcmp
+from libc.string cimport memcpy
 from cython.parallel cimport parallel
 
 from strided._core cimport (
     FLAG_BROADCAST, FLAG_EMPTY, FLAG_PACKED, MAX_NDIM, OVERLAP_UNDECIDED, as_int64,
-    byte_span_leaves_int64, c_element_strides, c_flags, c_overlaps, c_packed_strides,
+    byte_span_leaves_int64, c_flags, c_overlaps, c_packed_strides,
     c_physical_order, c_shares, c_size, check_byte_span, default_max_work, load_pair,
     load_strides, raise_too_hard, sort_by, tuple_of,
 )
@@ -958,14 +958,14 @@ cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) exc
 
 
 cdef inline void _plan_copy_out(Plan* to, const Plan* plan) noexcept nogil:
-    """``*to = *plan``, but only the outer dims used: a plan is copied on every cached copy,
-    and MAX_NDIM entries of four arrays are 2 KiB."""
+    """``*to = *plan`` for a copy's plan, but only what a copy reads: a plan is copied on
+    every cached copy, and MAX_NDIM entries of four arrays are 2 KiB. Left out: the
+    conversion's fields (from ``stype`` on) and parameter strides, and the outer dims unused."""
     cdef size_t n = <size_t>plan.nouter * sizeof(int64_t)
-    memcpy(to, plan, <size_t>(<const char*>&plan.n[0] - <const char*>plan))
+    memcpy(to, plan, <size_t>(<const char*>&plan.stype - <const char*>plan))
     memcpy(&to.n[0], &plan.n[0], n)
     memcpy(&to.ds[0], &plan.ds[0], n)
     memcpy(&to.ss[0], &plan.ss[0], n)
-    memcpy(&to.ps[0], &plan.ps[0], n)
 
 
 cdef inline bint _cache_hit(const _CacheEntry* e, int nd, const int64_t* sizes,
@@ -1576,84 +1576,6 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
     _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, &plan,
                   dlo, dhi, slo, shi)
     return 0
-
-
-cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
-
-
-cdef int _buffer_layout(Py_buffer* view, int64_t count, int64_t* sizes,
-                        int64_t* strides) noexcept:
-    """Element sizes and strides of a buffer of `count` elements; 1 when a stride is not
-    whole elements (then the slow path explains it)."""
-    cdef int i
-    cdef int order[MAX_NDIM]
-    for i in range(view.ndim):
-        sizes[i] = view.shape[i]
-        order[i] = i
-    if view.strides == NULL:
-        c_packed_strides(view.ndim, sizes, order, NULL, strides)
-        return 0
-    for i in range(view.ndim):
-        strides[i] = view.strides[i]
-    return c_element_strides(view.ndim, sizes, strides, view.itemsize, count) != 0
-
-
-def copyto_buffers(dst, src, num_threads=None):
-    """Copy between two buffer-protocol objects (numpy arrays, memoryviews, bytearrays).
-
-    The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
-    False, having written nothing, whenever it cannot decide alone: an object without a buffer,
-    different formats, itemsizes or shapes, a read-only or self-overlapping destination, object
-    references (format ``O``), strides in fractions of an item. The caller then takes the slow
-    path, which explains the refusal. Only a bad ``num_threads`` raises here.
-    """
-    cdef Py_buffer dv, sv
-    cdef bint have_d = False, have_s = False
-    cdef int64_t sz[MAX_NDIM]
-    cdef int64_t dstr[MAX_NDIM]
-    cdef int64_t sstr[MAX_NDIM]
-    cdef int64_t count = 1
-    cdef const char* fd
-    cdef const char* fs
-    cdef int i, nd, nthreads = copy_threads(num_threads)
-    try:
-        try:
-            PyObject_GetBuffer(dst, &dv, PyBUF_RECORDS_RO)
-            have_d = True
-            PyObject_GetBuffer(src, &sv, PyBUF_RECORDS_RO)
-            have_s = True
-        except Exception:
-            return False
-        nd = dv.ndim
-        if dv.readonly or nd != sv.ndim or dv.itemsize != sv.itemsize or dv.itemsize < 1:
-            return False
-        fd = _FORMAT_B
-        if dv.format != NULL:
-            fd = dv.format
-        fs = _FORMAT_B
-        if sv.format != NULL:
-            fs = sv.format
-        # numpy writes unaligned arrays' formats with "=" (standard sizes, native order):
-        # for the single-character codes it uses, that is the same element as "@"/nothing
-        if fd[0] == c'=' or fd[0] == c'@':
-            fd += 1
-        if fs[0] == c'=' or fs[0] == c'@':
-            fs += 1
-        if strcmp(fd, fs) != 0 or strchr(fd, c'O') != NULL:
-            return False
-        for i in range(nd):
-            if dv.shape[i] != sv.shape[i]:
-                return False
-            count *= dv.shape[i]
-        if _buffer_layout(&dv, count, sz, dstr) or _buffer_layout(&sv, count, sz, sstr):
-            return False
-        return copy_elements(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr,
-                             dv.itemsize, count, nthreads) == 0
-    finally:
-        if have_s:
-            PyBuffer_Release(&sv)
-        if have_d:
-            PyBuffer_Release(&dv)
 
 
 # ---- for the conversion engine (strided._convert) --------------------------------------------

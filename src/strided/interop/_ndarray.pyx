@@ -3,18 +3,22 @@
 A buffer-protocol export of a numpy array builds a format string and allocates on every call
 (about 80 ns each, measured with ``perf``), which is most of the cost of a 16-element copy. Plain
 ndarrays of one numeric dtype are read here straight from the array struct through numpy's C
-API, and handed to the core's copy engine. Everything else goes on to the buffer path.
+API, and handed to the core's copy engine. Everything else goes on to the buffer path,
+:func:`copyto_buffers` (any two buffer-protocol objects: memoryviews, bytearrays, arrays of
+other libraries), also here: the engine itself takes addresses, never Python objects.
 
 This module only translates: the element strides are ``_core``'s, the copy ``_copy``'s.
 """
 from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t
+from libc.string cimport strchr, strcmp
 
 from strided._core cimport (
     FLAG_PACKED, MAX_NDIM, byte_span_leaves_int64, c_element_strides, c_flags, c_overlaps,
+    c_packed_strides,
     default_max_work, normalized,
 )
-from strided._convert cimport convert_elements
+from strided._convert cimport Params, convert_elements, free_params, load_params
 from strided._copy cimport copy_elements, copy_threads
 from strided.interop._tensor cimport copy_tensors
 
@@ -23,7 +27,6 @@ from strided._dtypes import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
 from strided._dtypes import can_cast, check_pair
 
 import sys
-from strided._copy import copyto_buffers
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
 
@@ -142,7 +145,7 @@ def copyto_arrays(dst, src, num_threads=None, casting="same_kind", scale=None, s
 
     The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
     False, having written nothing, whenever it cannot decide alone (see
-    ``_copy.copyto_buffers``): the caller then takes the slow path, which explains the refusal.
+    :func:`copyto_buffers`): the caller then takes the slow path, which explains the refusal.
     Only a bad ``num_threads`` raises here. No argument it takes runs the caller's code (any
     other than these plain ones is declined before it is read).
 
@@ -221,6 +224,7 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
     cdef int64_t dst_strides[MAX_NDIM]
     cdef int64_t src_strides[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
+    cdef Params params
     if not (st_exact_array(dst) and st_exact_array(src)) or not st_writeable(dst):
         return False
     if not (_loaded(scale) and _loaded(shift)):
@@ -256,8 +260,12 @@ def convert_arrays(dst, src, casting, scale, shift, axis, num_threads=None):
         par[axis] = 1
     elif axis is not None:
         return False      # the checked path validates a useless axis too
-    convert_elements(st_data(dst), st_data(src), nd, sizes, dst_strides, src_strides, dst_code,
-                     src_code, scale, shift, par, length, count, nthreads)
+    load_params(&params, scale, shift, length, src_code)
+    try:
+        convert_elements(st_data(dst), st_data(src), nd, sizes, dst_strides, src_strides,
+                         dst_code, src_code, &params, par, count, nthreads)
+    finally:
+        free_params(&params)
     return True
 
 
@@ -330,3 +338,83 @@ def current_address(x, sizes, strides):
         if dims[i] != sizes[i] or st[i] != strides[i]:
             return -1
     return <size_t>st_data(x)
+
+
+# ---- any two buffer-protocol objects -------------------------------------------------------
+
+cdef const char* _FORMAT_B = b"B"   # PEP 3118: a NULL format means unsigned bytes
+
+
+cdef int _buffer_layout(Py_buffer* view, int64_t count, int64_t* sizes,
+                        int64_t* strides) noexcept:
+    """Element sizes and strides of a buffer of `count` elements; 1 when a stride is not
+    whole elements (then the slow path explains it)."""
+    cdef int i
+    cdef int order[MAX_NDIM]
+    for i in range(view.ndim):
+        sizes[i] = view.shape[i]
+        order[i] = i
+    if view.strides == NULL:
+        c_packed_strides(view.ndim, sizes, order, NULL, strides)
+        return 0
+    for i in range(view.ndim):
+        strides[i] = view.strides[i]
+    return c_element_strides(view.ndim, sizes, strides, view.itemsize, count) != 0
+
+
+def copyto_buffers(dst, src, num_threads=None):
+    """Copy between two buffer-protocol objects (numpy arrays, memoryviews, bytearrays).
+
+    The fast path of :func:`strided.copyto`. Returns True when it did the whole copy, and
+    False, having written nothing, whenever it cannot decide alone: an object without a buffer,
+    different formats, itemsizes or shapes, a read-only or self-overlapping destination, object
+    references (format ``O``), strides in fractions of an item. The caller then takes the slow
+    path, which explains the refusal. Only a bad ``num_threads`` raises here.
+    """
+    cdef Py_buffer dv, sv
+    cdef bint have_d = False, have_s = False
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dstr[MAX_NDIM]
+    cdef int64_t sstr[MAX_NDIM]
+    cdef int64_t count = 1
+    cdef const char* fd
+    cdef const char* fs
+    cdef int i, nd, nthreads = copy_threads(num_threads)
+    try:
+        try:
+            PyObject_GetBuffer(dst, &dv, PyBUF_RECORDS_RO)
+            have_d = True
+            PyObject_GetBuffer(src, &sv, PyBUF_RECORDS_RO)
+            have_s = True
+        except Exception:
+            return False
+        nd = dv.ndim
+        if dv.readonly or nd != sv.ndim or dv.itemsize != sv.itemsize or dv.itemsize < 1:
+            return False
+        fd = _FORMAT_B
+        if dv.format != NULL:
+            fd = dv.format
+        fs = _FORMAT_B
+        if sv.format != NULL:
+            fs = sv.format
+        # numpy writes unaligned arrays' formats with "=" (standard sizes, native order):
+        # for the single-character codes it uses, that is the same element as "@"/nothing
+        if fd[0] == c'=' or fd[0] == c'@':
+            fd += 1
+        if fs[0] == c'=' or fs[0] == c'@':
+            fs += 1
+        if strcmp(fd, fs) != 0 or strchr(fd, c'O') != NULL:
+            return False
+        for i in range(nd):
+            if dv.shape[i] != sv.shape[i]:
+                return False
+            count *= dv.shape[i]
+        if _buffer_layout(&dv, count, sz, dstr) or _buffer_layout(&sv, count, sz, sstr):
+            return False
+        return copy_elements(<char*>dv.buf, <const char*>sv.buf, nd, sz, dstr, sstr,
+                             dv.itemsize, count, nthreads) == 0
+    finally:
+        if have_s:
+            PyBuffer_Release(&sv)
+        if have_d:
+            PyBuffer_Release(&dv)
