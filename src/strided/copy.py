@@ -245,33 +245,69 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
     layout = dst_record.layout
     axis = _checked_axis(conversion.axis, layout.ndim)
     converting = conversion.affine or not library.same_dtype(dst_record, src_record)
+    types = params = None
     if converting:
         types = _conversion_types(dst_record, dst, src_record, src, conversion)
         params = _channel_params(conversion, layout.sizes, axis)
     _check_no_self_overlap(layout, "dst")
     if layout.size == 0:
         return
+    shared = False
     if library_copy is not None:
         shared = _may_share_memory(dst_record, src_record)
-        converter = library.device_converter(dst_record, src_record)
-        if converting and converter is not None:
-            converter(dst, src, shared, *types, *params)
-        else:
-            library_copy(dst, src, shared)
+    else:
+        src_record = src_record.adapter.resolved(src_record)
+    _run((dst, dst_record), (src, src_record), [(None, None, params)], num_threads,
+         library_copy, types, shared=shared)
+
+
+# (dst layout, src layout, parameters) of one run of _run: None for the whole array; the
+# parameters (scale, shift, param_strides, param_length) of a conversion, else None.
+_Params = tuple[Any, Any, tuple[int, ...] | None, int]
+_Piece = tuple[Layout | None, Layout | None, _Params | None]
+
+
+def _run(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord], runs: list[_Piece],
+         num_threads: int | None, library_copy: LibraryCopy | None,
+         types: tuple[str, str] | None, *, shared: bool = False, src_name: str = "src") -> None:
+    """What every copy does once its checks have passed: each run copied, or converted from
+    the engine's type names ``types`` with the run's parameters.
+
+    When the CPU cannot reach the memory, ``library_copy`` (or the library's own converter)
+    copies between the arrays or views of the runs' layouts, ``shared`` telling whether src
+    may share dst's memory. Otherwise both addresses are pinned once, by the records'
+    adapters, and only engine calls follow; then dst's library is told that its memory was
+    written. ``src`` is resolved (no lazy bit) already.
+    """
+    (dst_array, dst_record), (src_array, src_record) = dst, src
+    if library_copy is not None:
+        converter = None if types is None else library.device_converter(dst_record, src_record)
+        for dst_piece, src_piece, params in runs:
+            dst_view = dst_array if dst_piece is None else view(dst_array, dst_piece, copy=False)
+            src_view = src_array if src_piece is None else view(src_array, src_piece)
+            if converter is not None and types is not None and params is not None:
+                converter(dst_view, src_view, shared, *types, *params)
+            else:
+                library_copy(dst_view, src_view, shared)
         return
-    src_record = src_record.adapter.resolved(src_record)
     # The addresses, read again from the arrays by code that runs none of the caller's, and
     # checked against the records: whatever ran since they were described (a DLPack producer,
     # a subclass's attributes, a torch function mode) cannot have moved the memory under them.
-    dst_ptr = dst_record.adapter.pinned(dst_record, "dst")
-    src_ptr = src_record.adapter.pinned(src_record, "src")
-    if converting:
-        _convert.convert_memory(dst_ptr, src_ptr, layout.sizes, layout.strides,
-                                src_record.layout.strides, *types, *params,
-                                num_threads=num_threads)
-    else:
-        _copy.copy_memory(dst_ptr, src_ptr, layout.sizes, layout.strides,
-                          src_record.layout.strides, layout.itemsize, num_threads)
+    dst_base = dst_record.adapter.pinned(dst_record, "dst")
+    src_base = src_record.adapter.pinned(src_record, src_name)
+    dsize, ssize = dst_record.layout.itemsize, src_record.layout.itemsize
+    for dst_piece, src_piece, params in runs:
+        dst_layout = dst_record.layout if dst_piece is None else dst_piece
+        src_layout = src_record.layout if src_piece is None else src_piece
+        dst_ptr = dst_base + dst_layout.offset * dsize
+        src_ptr = src_base + src_layout.offset * ssize
+        if types is None or params is None:
+            _copy.copy_memory(dst_ptr, src_ptr, dst_layout.sizes, dst_layout.strides,
+                              src_layout.strides, dsize, num_threads)
+        else:
+            _convert.convert_memory(dst_ptr, src_ptr, dst_layout.sizes, dst_layout.strides,
+                                    src_layout.strides, *types, *params,
+                                    num_threads=num_threads)
     dst_record.adapter.written(dst_record)
 
 
@@ -891,7 +927,8 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                  library_copy: LibraryCopy | None, conversion: Conversion | None = None,
                  channels: list[Layout] | None = None, src_name: str = "x") -> None:
     """Copy each (dst layout, src layout) piece between two (array, record) pairs: by the core,
-    or by the library's own copy (between views) when the CPU cannot reach the memory.
+    or by the library's own copy (between views) when the CPU cannot reach the memory (the
+    same tail as copyto's, :func:`_run`).
 
     With a ``conversion``, each piece is converted instead, its per-channel parameters
     addressed by the matching layout of ``channels`` (strides into the vectors, offset = the
@@ -900,14 +937,13 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
     memory with src.
     """
     (dst_array, dst_record), (src_array, src_record) = dst, src
-    dsize, ssize = dst_record.layout.itemsize, src_record.layout.itemsize
     types = params = None
     if conversion is not None:
         types = _conversion_types(dst_record, dst_array, src_record, src_array, conversion)
         sizes = (dst_record.layout.sizes if dst_record.layout.ndim == 4 else
                  src_record.layout.sizes)
         params = _channel_params(conversion, sizes, 1)
-    runs = []
+    runs: list[_Piece] = []
     for k, (dst_piece, src_piece) in enumerate(pieces):
         check_view(dst_piece, dst_record)
         check_view(src_piece, src_record)
@@ -920,27 +956,4 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                             channels[k].strides if strides is not None else None,
                             length - first if strides is not None else 1)
         runs.append((dst_piece, src_piece, piece_params))
-    if library_copy is not None:
-        converter = library.device_converter(dst_record, src_record)
-        for dst_piece, src_piece, piece_params in runs:
-            dst_view = view(dst_array, dst_piece, copy=False)
-            src_view = view(src_array, src_piece)
-            if types is not None and piece_params is not None and converter is not None:
-                converter(dst_view, src_view, False, *types, *piece_params)
-            else:
-                library_copy(dst_view, src_view, False)
-        return
-    # the addresses, read again and checked (see _copyto_checked); then only engine calls
-    dst_base = dst_record.adapter.pinned(dst_record, "dst")
-    src_base = src_record.adapter.pinned(src_record, src_name)
-    for dst_piece, src_piece, piece_params in runs:
-        dst_ptr = dst_base + dst_piece.offset * dsize
-        src_ptr = src_base + src_piece.offset * ssize
-        if types is None or piece_params is None:
-            _copy.copy_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
-                              src_piece.strides, dsize, num_threads)
-            continue
-        (dst_type, src_type), (scale, shift, strides, length) = types, piece_params
-        _convert.convert_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
-                                src_piece.strides, dst_type, src_type, scale, shift, strides,
-                                length, num_threads=num_threads)
+    _run(dst, src, runs, num_threads, library_copy, types, src_name=src_name)
