@@ -3,8 +3,11 @@
 - No Python module imports one that imports it back, directly or through others, at module
   level or inside a function (the import graph has no cycle).
 - ``formats`` sits below ``layout``; ``copy`` is library-neutral (it names no adapter of a
-  particular library); ``_core`` knows no memory and no threads (it cimports neither the copy
-  engine nor OpenMP).
+  particular library, and imports no compiled module of the package but the engines it
+  drives); ``_core`` knows no memory and no threads (it cimports neither the copy engine nor
+  OpenMP).
+- ``interop`` dispatches library questions through one table (``ADAPTERS``), never by
+  comparing a record's ``library`` with a name.
 """
 
 from __future__ import annotations
@@ -114,6 +117,68 @@ def test_copy_names_no_library_adapter():
     names = _code_names(PACKAGE / "copy.py")
     assert "interop" in names
     assert not names & {"torch", "numpy", "np", "jax", "cupy"}
+
+
+def _compiled_modules() -> set[str]:
+    """The package's compiled modules: one per ``.pyx`` file."""
+    return {_module_name(p) for p in PACKAGE.rglob("*.pyx")}
+
+
+# The engines copy.py drives: it hands them pointers, sizes, strides and type codes (_copy,
+# _convert) and reads its arguments and overlap through the checked arithmetic (_core). Every
+# other compiled module reads a library's own structs (numpy's array struct, torch's DLPack
+# exchange API, DLPack capsules): that is an adapter's business, reached through interop.
+ENGINES = {"strided._copy", "strided._convert", "strided._core"}
+
+
+def test_copy_imports_no_compiled_module_but_the_engines():
+    compiled = _compiled_modules()
+    assert ENGINES | {"strided.interop._ndarray", "strided.interop._tensor",
+                      "strided.interop._capsule"} <= compiled, compiled
+    imported = _imports(PACKAGE / "copy.py", set(_modules()) | compiled)
+    assert ENGINES <= imported                  # the checker sees compiled imports
+    assert imported & compiled == ENGINES, sorted(imported & compiled - ENGINES)
+
+
+def _is_name_literal(node: ast.expr) -> bool:
+    """A string constant, or a tuple, list or set of them."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_is_name_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _library_switches(path: Path) -> list[int]:
+    """Lines where a ``.library`` is compared with (or matched against) a string literal."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if (any(isinstance(o, ast.Attribute) and o.attr == "library" for o in operands)
+                    and any(_is_name_literal(o) for o in operands)):
+                found.append(node.lineno)
+        elif (isinstance(node, ast.Match) and isinstance(node.subject, ast.Attribute)
+              and node.subject.attr == "library"):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_the_checker_finds_a_library_switch(tmp_path):
+    code = tmp_path / "switch.py"
+    code.write_text('if r.library == "numpy":\n    pass\n'
+                    'x = a.library == b.library == "torch"\n'
+                    'y = r.library in ("numpy", "torch")\n'
+                    'z = a.library != b.library\n'
+                    'match r.library:\n    case "dlpack":\n        pass\n')
+    assert _library_switches(code) == [1, 3, 4, 6]
+
+
+@pytest.mark.parametrize("path", sorted(p.relative_to(PACKAGE).as_posix()
+                                        for p in [PACKAGE / "copy.py",
+                                                  *(PACKAGE / "interop").glob("*.py")]))
+def test_library_questions_dispatch_through_one_table(path):
+    """copy.py and interop ask a record's adapter (one table, library name -> adapter) and
+    never switch on the library's name."""
+    assert _library_switches(PACKAGE / path) == []
 
 
 def test_core_knows_no_memory_and_no_threads():

@@ -105,8 +105,8 @@ def test_array_api_strict_destinations_are_still_written():
 def _force_checked_path(monkeypatch):
     """Turn off copyto's compiled fast path (plain CPU tensors), so every pair is decided by
     the interop layer's checked path."""
-    monkeypatch.setattr(strided_copy, "_copyto_arrays", lambda *args: False)
-    monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+    monkeypatch.setattr(strided_copy, "_fast_copy", lambda *args: False)
+    monkeypatch.setattr(strided_copy, "_fast_convert", lambda *args: False)
 
 
 @pytest.fixture

@@ -140,7 +140,7 @@ def test_numpy_fast_path_and_checked_path_agree(monkeypatch, case):
     results = []
     for fast in (True, False):
         if not fast:
-            monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+            monkeypatch.setattr(strided_copy, "_fast_convert", lambda *args: False)
         out = np.zeros((3, 13, 17), np.float32)
         st.copyto(out.transpose(1, 2, 0), src, **kwargs)
         results.append(out)
@@ -169,7 +169,7 @@ def test_parameter_vectors_give_the_values_of_their_lists(monkeypatch, name, fas
     from strided import copy as strided_copy
 
     if not fast:
-        monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+        monkeypatch.setattr(strided_copy, "_fast_convert", lambda *args: False)
     vec = PARAM_VECTORS[name]
     as_list = [float(v) for v in np.asarray(vec).tolist()]
     src = np.arange(5 * 3, dtype=np.uint8).reshape(5, 3)
@@ -186,7 +186,7 @@ def test_parameter_buffers_are_checked_like_lists(monkeypatch, fast):
     from strided import copy as strided_copy
 
     if not fast:
-        monkeypatch.setattr(strided_copy, "_convert_arrays", lambda *args: False)
+        monkeypatch.setattr(strided_copy, "_fast_convert", lambda *args: False)
     src = np.zeros((4, 3), np.uint8)
     dst = np.zeros((4, 3), np.float32)
     with pytest.raises(ValueError, match="scale has 2 values but axis 1 has 3"):

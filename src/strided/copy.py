@@ -7,6 +7,8 @@ the loops for both layouts (merging, reordering and tiling dimensions) and run t
 the GIL, on several threads when OpenMP is available. This module decides *whether* a copy may
 happen: it reads both arrays through :mod:`strided.interop`, refuses what cannot be copied
 exactly (before a single byte is written), and allocates results in the input's own library.
+Whatever depends on an array's library is asked of the adapter that read it (``record.adapter``,
+:class:`strided.interop._record.Adapter`), so this module never names a library.
 
 torch tensors that are not on the CPU are copied and converted by torch itself.
 
@@ -33,9 +35,7 @@ from strided import _convert, _copy, _core, _dtypes
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
 from strided.interop import describe, view
-from strided.interop._ndarray import convert_arrays as _convert_arrays
-from strided.interop._ndarray import copyto_arrays as _copyto_arrays
-from strided.interop._record import MemoryRecord, check_view, device_name
+from strided.interop._record import MemoryRecord, check_view, device_name, type_name
 from strided.layout import Layout
 
 if TYPE_CHECKING:  # annotations only: the array types of the libraries, torch never imported
@@ -43,6 +43,11 @@ if TYPE_CHECKING:  # annotations only: the array types of the libraries, torch n
 
 # A library's own copy of two arrays the CPU cannot reach: (dst, src, share_memory).
 LibraryCopy = Callable[[Any, Any, bool], None]
+
+# copyto's compiled fast paths, as their adapter gives them (strided.interop._library), bound
+# here once: a 16-element copy pays for every lookup.
+_fast_copy = library.fast_copy
+_fast_convert = library.fast_convert
 
 __all__ = ["copyto", "from_blocked", "relayout", "to_blocked"]
 
@@ -174,15 +179,15 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
     # whose address had already been taken. Plain arguments run none (the common call, first).
     # Plain arguments run none: the fast path declines any others before reading them.
-    if _copyto_arrays(dst, src, num_threads, casting, scale, shift, axis):
+    if _fast_copy(dst, src, num_threads, casting, scale, shift, axis):
         return
     conversion = Conversion(casting, scale, shift, axis)
     plain = casting is _SAME_KIND and (num_threads is None or type(num_threads) is int)
     num_threads = _copy.threads_argument(num_threads)
     if (not plain and not conversion.affine and conversion.axis is None
-            and _copyto_arrays(dst, src, num_threads)):
+            and _fast_copy(dst, src, num_threads)):
         return
-    if _convert_arrays(dst, src, conversion.casting, conversion.scale, conversion.shift,
+    if _fast_convert(dst, src, conversion.casting, conversion.scale, conversion.shift,
                        conversion.axis, num_threads):
         return
     _copyto_checked(dst, src, num_threads, conversion)
@@ -240,34 +245,70 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
     layout = dst_record.layout
     axis = _checked_axis(conversion.axis, layout.ndim)
     converting = conversion.affine or not library.same_dtype(dst_record, src_record)
+    types = params = None
     if converting:
         types = _conversion_types(dst_record, dst, src_record, src, conversion)
         params = _channel_params(conversion, layout.sizes, axis)
     _check_no_self_overlap(layout, "dst")
     if layout.size == 0:
         return
+    shared = False
     if library_copy is not None:
         shared = _may_share_memory(dst_record, src_record)
-        converter = library.device_converter(dst_record, src_record)
-        if converting and converter is not None:
-            converter(dst, src, shared, *types, *params)
-        else:
-            library_copy(dst, src, shared)
+    else:
+        src_record = src_record.adapter.resolved(src_record)
+    _run((dst, dst_record), (src, src_record), [(None, None, params)], num_threads,
+         library_copy, types, shared=shared)
+
+
+# (dst layout, src layout, parameters) of one run of _run: None for the whole array; the
+# parameters (scale, shift, param_strides, param_length) of a conversion, else None.
+_Params = tuple[Any, Any, tuple[int, ...] | None, int]
+_Piece = tuple[Layout | None, Layout | None, _Params | None]
+
+
+def _run(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord], runs: list[_Piece],
+         num_threads: int | None, library_copy: LibraryCopy | None,
+         types: tuple[str, str] | None, *, shared: bool = False, src_name: str = "src") -> None:
+    """What every copy does once its checks have passed: each run copied, or converted from
+    the engine's type names ``types`` with the run's parameters.
+
+    When the CPU cannot reach the memory, ``library_copy`` (or the library's own converter)
+    copies between the arrays or views of the runs' layouts, ``shared`` telling whether src
+    may share dst's memory. Otherwise both addresses are pinned once, by the records'
+    adapters, and only engine calls follow; then dst's library is told that its memory was
+    written. ``src`` is resolved (no lazy bit) already.
+    """
+    (dst_array, dst_record), (src_array, src_record) = dst, src
+    if library_copy is not None:
+        converter = None if types is None else library.device_converter(dst_record, src_record)
+        for dst_piece, src_piece, params in runs:
+            dst_view = dst_array if dst_piece is None else view(dst_array, dst_piece, copy=False)
+            src_view = src_array if src_piece is None else view(src_array, src_piece)
+            if converter is not None and types is not None and params is not None:
+                converter(dst_view, src_view, shared, *types, *params)
+            else:
+                library_copy(dst_view, src_view, shared)
         return
-    src_record = library.resolved(src_record)
     # The addresses, read again from the arrays by code that runs none of the caller's, and
     # checked against the records: whatever ran since they were described (a DLPack producer,
     # a subclass's attributes, a torch function mode) cannot have moved the memory under them.
-    dst_ptr = library.pinned(dst_record, "dst")
-    src_ptr = library.pinned(src_record, "src")
-    if converting:
-        _convert.convert_memory(dst_ptr, src_ptr, layout.sizes, layout.strides,
-                                src_record.layout.strides, *types, *params,
-                                num_threads=num_threads)
-    else:
-        _copy.copy_memory(dst_ptr, src_ptr, layout.sizes, layout.strides,
-                          src_record.layout.strides, layout.itemsize, num_threads)
-    library.written(dst_record)
+    dst_base = dst_record.adapter.pinned(dst_record, "dst")
+    src_base = src_record.adapter.pinned(src_record, src_name)
+    dsize, ssize = dst_record.layout.itemsize, src_record.layout.itemsize
+    for dst_piece, src_piece, params in runs:
+        dst_layout = dst_record.layout if dst_piece is None else dst_piece
+        src_layout = src_record.layout if src_piece is None else src_piece
+        dst_ptr = dst_base + dst_layout.offset * dsize
+        src_ptr = src_base + src_layout.offset * ssize
+        if types is None or params is None:
+            _copy.copy_memory(dst_ptr, src_ptr, dst_layout.sizes, dst_layout.strides,
+                              src_layout.strides, dsize, num_threads)
+        else:
+            _convert.convert_memory(dst_ptr, src_ptr, dst_layout.sizes, dst_layout.strides,
+                                    src_layout.strides, *types, *params,
+                                    num_threads=num_threads)
+    dst_record.adapter.written(dst_record)
 
 
 def _conversion_types(dst_record: MemoryRecord, dst: Any, src_record: MemoryRecord, src: Any,
@@ -276,20 +317,23 @@ def _conversion_types(dst_record: MemoryRecord, dst: Any, src_record: MemoryReco
     the engine; TypeError naming both dtypes otherwise."""
     names = []
     for record, x, name in ((dst_record, dst, "dst"), (src_record, src, "src")):
-        type_name = library.type_name(record)
-        if type_name is None:
+        engine_name = type_name(record)
+        if engine_name is None:
+            dtype = record.adapter.dtype_name(x, record)
             raise TypeError(
-                f"{name} has dtype {library.dtype_name(x, record)}, which strided does not "
+                f"{name} has dtype {dtype}, which strided does not "
                 f"convert: it converts between {', '.join(_dtypes.TYPE_NAMES)} (native byte "
                 f"order); for other dtypes dst and src must have the same dtype"
             )
-        names.append(type_name)
+        names.append(engine_name)
     dst_type, src_type = names
     _dtypes.check_pair(dst_type, src_type, conversion.affine)
     if not _dtypes.can_cast(src_type, dst_type, conversion.casting):
+        src_dtype = src_record.adapter.dtype_name(src, src_record)
+        dst_dtype = dst_record.adapter.dtype_name(dst, dst_record)
         raise TypeError(
-            f"cannot copy src of dtype {library.dtype_name(src, src_record)} into dst of dtype "
-            f"{library.dtype_name(dst, dst_record)} with casting={conversion.casting!r} "
+            f"cannot copy src of dtype {src_dtype} into dst of dtype "
+            f"{dst_dtype} with casting={conversion.casting!r} "
             f"(numpy's rule); pass casting='unsafe' to convert anyway"
         )
     return dst_type, src_type
@@ -348,7 +392,7 @@ def _describe(x: Any, name: str) -> MemoryRecord:
         record = describe(x)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name}: {exc}") from None
-    library.refuse_raw_copy(record, name)
+    record.adapter.refuse_raw_copy(record, name)
     return record
 
 
@@ -368,7 +412,7 @@ def _source(x: Any, name: str) -> tuple[MemoryRecord, LibraryCopy | None]:
     library_copy = library.device_copier(record, record)
     if library_copy is None:
         _check_host(record, x, name)
-        record = library.resolved(record)
+        record = record.adapter.resolved(record)
     return record, library_copy
 
 
@@ -390,7 +434,7 @@ def _check_writeable(record: MemoryRecord, x: Any, name: str) -> None:
             f"copying into it raw would store wrong values; write into a resolved tensor "
             f"({name}.resolve_{record.lazy}()) instead"
         )
-    library.check_destination(record, name)
+    record.adapter.check_destination(record, name)
 
 
 def _check_same_sizes(dst_record: MemoryRecord, src_record: MemoryRecord) -> None:
@@ -527,11 +571,11 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
     record = _describe(x, "x")
     new_dtype, itemsize = None, record.layout.itemsize
     if dtype is not None:
-        _, new_dtype = library.resolve_dtype(record, dtype)
+        _, new_dtype = record.adapter.resolve_dtype(dtype)
         itemsize = new_dtype.itemsize
     target, order = _relayout_target(layout, record, itemsize)
     converting = dtype is not None or conversion.affine
-    graph_copy = library.graph_copier(record)
+    graph_copy = record.adapter.graph_copier(record)
     if graph_copy is not None and conversion.affine:
         raise ValueError("x requires grad: relayout with scale/shift would leave the autograd "
                          "graph; compute x * scale + shift with torch, or detach() x first")
@@ -544,7 +588,7 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
         _copyto_checked(out, x, num_threads, conversion)
     else:
         copyto(out, x, num_threads=num_threads)
-    return library.hand_over(x, record, out, target)
+    return record.adapter.hand_over(x, record, out, target)
 
 
 def _relayout_target(layout: Any, record: MemoryRecord,
@@ -610,14 +654,14 @@ def _check_fits(layout: Layout, blame: str) -> None:
 def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ...] | None, *,
               zero: bool, blame: str, dtype: Any = None) -> Any:
     """A new array laid out as ``layout``, made by x's library (see
-    :func:`strided.interop._library.allocate`) once it is known to fit in host memory.
+    :meth:`strided.interop._record.Adapter.allocate`) once it is known to fit in host memory.
 
     ``blame`` names the argument that decided the size, for the error raised when the array
     would not fit.
     """
     if record.in_host_memory:
         _check_fits(layout, blame)
-    return library.allocate(x, record, layout, order, zero, dtype)
+    return record.adapter.allocate(x, record, layout, order, zero, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -714,7 +758,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     _copy_pieces((out, out_record), (x, record),
                  [(blocked, logical) for logical, blocked in pieces], num_threads, library_copy,
                  conversion, _channel_pieces(record.layout, out_record.layout, spec))
-    return library.hand_over(x, record, out, out_record.layout)
+    return record.adapter.hand_over(x, record, out, out_record.layout)
 
 
 @overload
@@ -793,7 +837,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
     _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy, conversion,
                  _channel_pieces(out_record.layout, record.layout, spec), src_name="y")
-    return library.hand_over(y, record, out, out_record.layout)
+    return record.adapter.hand_over(y, record, out, out_record.layout)
 
 
 def _blocked_conversion(record: MemoryRecord, dtype: Any,
@@ -805,7 +849,7 @@ def _blocked_conversion(record: MemoryRecord, dtype: Any,
         return None, None, record.layout.itemsize
     new_dtype, itemsize = None, record.layout.itemsize
     if dtype is not None:
-        _, new_dtype = library.resolve_dtype(record, dtype)
+        _, new_dtype = record.adapter.resolve_dtype(dtype)
         itemsize = new_dtype.itemsize
     return params, new_dtype, itemsize
 
@@ -883,7 +927,8 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                  library_copy: LibraryCopy | None, conversion: Conversion | None = None,
                  channels: list[Layout] | None = None, src_name: str = "x") -> None:
     """Copy each (dst layout, src layout) piece between two (array, record) pairs: by the core,
-    or by the library's own copy (between views) when the CPU cannot reach the memory.
+    or by the library's own copy (between views) when the CPU cannot reach the memory (the
+    same tail as copyto's, :func:`_run`).
 
     With a ``conversion``, each piece is converted instead, its per-channel parameters
     addressed by the matching layout of ``channels`` (strides into the vectors, offset = the
@@ -892,14 +937,13 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
     memory with src.
     """
     (dst_array, dst_record), (src_array, src_record) = dst, src
-    dsize, ssize = dst_record.layout.itemsize, src_record.layout.itemsize
     types = params = None
     if conversion is not None:
         types = _conversion_types(dst_record, dst_array, src_record, src_array, conversion)
         sizes = (dst_record.layout.sizes if dst_record.layout.ndim == 4 else
                  src_record.layout.sizes)
         params = _channel_params(conversion, sizes, 1)
-    runs = []
+    runs: list[_Piece] = []
     for k, (dst_piece, src_piece) in enumerate(pieces):
         check_view(dst_piece, dst_record)
         check_view(src_piece, src_record)
@@ -912,27 +956,4 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                             channels[k].strides if strides is not None else None,
                             length - first if strides is not None else 1)
         runs.append((dst_piece, src_piece, piece_params))
-    if library_copy is not None:
-        converter = library.device_converter(dst_record, src_record)
-        for dst_piece, src_piece, piece_params in runs:
-            dst_view = view(dst_array, dst_piece, copy=False)
-            src_view = view(src_array, src_piece)
-            if types is not None and piece_params is not None and converter is not None:
-                converter(dst_view, src_view, False, *types, *piece_params)
-            else:
-                library_copy(dst_view, src_view, False)
-        return
-    # the addresses, read again and checked (see _copyto_checked); then only engine calls
-    dst_base = library.pinned(dst_record, "dst")
-    src_base = library.pinned(src_record, src_name)
-    for dst_piece, src_piece, piece_params in runs:
-        dst_ptr = dst_base + dst_piece.offset * dsize
-        src_ptr = src_base + src_piece.offset * ssize
-        if types is None or piece_params is None:
-            _copy.copy_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
-                              src_piece.strides, dsize, num_threads)
-            continue
-        (dst_type, src_type), (scale, shift, strides, length) = types, piece_params
-        _convert.convert_memory(dst_ptr, src_ptr, dst_piece.sizes, dst_piece.strides,
-                                src_piece.strides, dst_type, src_type, scale, shift, strides,
-                                length, num_threads=num_threads)
+    _run(dst, src, runs, num_threads, library_copy, types, src_name=src_name)

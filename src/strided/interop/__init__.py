@@ -4,6 +4,11 @@ Every supported array is read into one :class:`MemoryRecord` (pointer, layout, e
 writeable, owner) by the adapter of its library; :func:`view` checks a layout against that
 record before it builds anything, then asks the same adapter for an array of base's library.
 
+One dispatch idiom: :func:`describe` recognises an array by its type and hands it to its
+library's adapter module; from then on every library question is asked of the record's
+adapter (``record.adapter``), which :data:`~strided.interop._record.ADAPTERS`, the one table
+from library name to adapter, gives.
+
 Libraries are recognised by type without being imported: a torch tensor can only exist when
 torch is in ``sys.modules``, and any other library is reached through ``__dlpack__``.
 """
@@ -16,7 +21,7 @@ import numpy as np
 
 from strided.interop import _dlpack, _numpy, _torch
 from strided.interop._ndarray import layout_of_array
-from strided.interop._record import MemoryRecord, check_view
+from strided.interop._record import ADAPTERS, MemoryRecord, check_view
 from strided.layout import Layout
 
 if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
@@ -25,7 +30,11 @@ if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
 __all__ = ["MemoryRecord", "describe", "layout_of", "view"]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
-_VIEWERS = {"numpy": _numpy.view, "torch": _torch.view, "dlpack": _dlpack.view}
+
+# The one table, filled once here with every adapter this module reads arrays with: no record
+# exists before, as only these adapters make records.
+ADAPTERS.update((adapter.library, adapter)
+                for adapter in (_numpy.ADAPTER, _torch.ADAPTER, _dlpack.ADAPTER))
 
 
 def describe(x: Any) -> MemoryRecord:
@@ -189,4 +198,4 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
     record = describe(base)
     check_view(layout, record)
-    return _VIEWERS[record.library](base, record, layout, copy)
+    return record.adapter.view(base, record, layout, copy)

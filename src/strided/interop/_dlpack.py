@@ -11,11 +11,11 @@ from strided.formats import strides_agree
 from strided.interop import _capsule
 from strided.interop._numpy import ndarray_at, new_array, numpy_dtype
 from strided.interop._numpy import resolve_dtype as resolve_numpy_dtype
-from strided.interop._record import MemoryRecord, aliases, device_name
+from strided.interop._record import Adapter, MemoryRecord, aliases, device_name
 from strided.layout import Layout
 
-__all__ = ["Exporter", "allocate_on_host", "describe", "from_host", "hand_over", "resolve_dtype",
-           "view"]
+__all__ = ["ADAPTER", "Exporter", "allocate_on_host", "describe", "from_host", "hand_over",
+           "resolve_dtype", "view"]
 
 # Devices whose data pointers are plain addresses, so an offset may be folded into the pointer.
 _ADDRESSABLE = {1, 2, 3, 10, 11, 13}     # CPU, CUDA, CUDA host, ROCm, ROCm host, CUDA managed
@@ -219,3 +219,32 @@ def hand_over(like: Any, arr: np.ndarray, layout: Layout) -> Any:
             f"{got.strides}"
         )
     return out
+
+
+class DLPackAdapter(Adapter):
+    """The answers for any other library, reached through ``__dlpack__``
+    (:class:`~strided.interop._record.Adapter`): new arrays are built in host numpy memory and
+    handed over with the library's ``from_dlpack``; every other question keeps its neutral
+    answer (a consumed capsule's memory cannot change under strided: ``pinned`` is its
+    ``ptr``)."""
+
+    __slots__ = ()
+
+    library = "dlpack"
+
+    def resolve_dtype(self, dtype: Any) -> tuple[str, np.dtype]:
+        return resolve_dtype(dtype)
+
+    def allocate(self, like: Any, record: MemoryRecord, layout: Layout,
+                 order: tuple[int, ...] | None, zero: bool, dtype: Any = None) -> np.ndarray:
+        return allocate_on_host(like, record, layout, order, zero, dtype)
+
+    def hand_over(self, like: Any, record: MemoryRecord, out: Any, layout: Layout) -> Any:
+        return hand_over(like, out, layout)
+
+    def view(self, base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
+        return view(base, record, layout, copy)
+
+
+ADAPTER = DLPackAdapter()
+"""The adapter of every other library: ``ADAPTERS["dlpack"]``."""

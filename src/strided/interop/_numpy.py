@@ -8,11 +8,11 @@ import numpy as np
 
 from strided import _core
 from strided.interop import _ndarray
-from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, aliases, moved
+from strided.interop._record import CPU, DLPACK_TYPES, Adapter, MemoryRecord, aliases, moved
 from strided.layout import Layout
 
-__all__ = ["bfloat16", "describe", "describe_buffer", "ndarray_at", "new_array", "numpy_dtype",
-           "pinned", "refuse_raw_copy", "resolve_dtype", "type_name_of", "view"]
+__all__ = ["ADAPTER", "bfloat16", "describe", "describe_buffer", "ndarray_at", "new_array",
+           "numpy_dtype", "pinned", "refuse_raw_copy", "resolve_dtype", "type_name_of", "view"]
 
 # DLPack dtype codes of numpy's kinds: int, uint, float, complex, bool.
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -198,3 +198,47 @@ def new_array(dtype: np.dtype, layout: Layout, order: tuple[int, ...] | None,
         return physical.transpose(tuple(order.index(axis) for axis in range(len(order))))
     buffer = make(layout.nbytes // dtype.itemsize, dtype)
     return ndarray_at(buffer.ctypes.data, layout, dtype, readonly=False, owner=buffer)
+
+
+class NumpyAdapter(Adapter):
+    """numpy's answers to strided's questions (:class:`~strided.interop._record.Adapter`),
+    for numpy arrays and the buffer-protocol objects read through numpy.
+
+    Its ``fast_copy`` and ``fast_convert`` are the compiled fast paths of
+    :func:`strided.copyto` (``_ndarray.copyto_arrays`` and ``convert_arrays``): they read plain
+    ndarrays (and, for a plain copy, plain CPU torch tensors and buffer-protocol objects) from
+    their C structs, and decline anything else, having written nothing.
+    """
+
+    __slots__ = ()
+
+    library = "numpy"
+    fast_copy = staticmethod(_ndarray.copyto_arrays)
+    fast_convert = staticmethod(_ndarray.convert_arrays)
+
+    def refuse_raw_copy(self, record: MemoryRecord, name: str) -> None:
+        refuse_raw_copy(record, name)
+
+    def pinned(self, record: MemoryRecord, name: str) -> int:
+        return pinned(record, name)
+
+    def same_dtype(self, a: MemoryRecord, b: MemoryRecord) -> bool:
+        return bool(a.owner.dtype == b.owner.dtype)
+
+    def dtype_name(self, x: Any, record: MemoryRecord) -> str:
+        return str(record.owner.dtype)     # a bytes-like object too: the dtype numpy reads
+
+    def resolve_dtype(self, dtype: Any) -> tuple[str, np.dtype]:
+        return resolve_dtype(dtype)
+
+    def allocate(self, like: Any, record: MemoryRecord, layout: Layout,
+                 order: tuple[int, ...] | None, zero: bool, dtype: Any = None) -> np.ndarray:
+        return new_array(record.owner.dtype if dtype is None else dtype, layout, order, zero)
+
+    def view(self, base: Any, record: MemoryRecord, layout: Layout,
+             copy: bool | None) -> np.ndarray:
+        return view(base, record, layout, copy)
+
+
+ADAPTER = NumpyAdapter()
+"""The numpy adapter: ``ADAPTERS["numpy"]``."""

@@ -1,15 +1,22 @@
-"""The one record every adapter fills: where an array's memory is and how it is laid out."""
+"""The one record every adapter fills (where an array's memory is and how it is laid out),
+and the one set of questions every adapter answers (:class:`Adapter`).
+
+One idiom dispatches every library question: :data:`ADAPTERS` maps a record's ``library`` to
+the :class:`Adapter` of that library, and ``record.adapter`` looks it up. An adapter answers
+only what its library has to say; every other question gets :class:`Adapter`'s neutral answer.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from strided import _core, _dtypes
 from strided.layout import Layout
 
-__all__ = ["CPU", "DLPACK_TYPES", "HOST_DEVICES", "MemoryRecord", "aliases", "check_view",
-           "device_name", "moved", "type_name"]
+__all__ = ["ADAPTERS", "CPU", "DLPACK_TYPES", "HOST_DEVICES", "Adapter", "MemoryRecord",
+           "aliases", "check_view", "device_name", "moved", "type_name"]
 
 CPU = (1, 0)
 """The DLPack device of host memory: ``(kDLCPU, 0)``."""
@@ -81,6 +88,128 @@ class MemoryRecord:
     def buffer_elements(self) -> int:
         """Number of elements of the owner's memory (``extent`` end minus start, plus one)."""
         return self.extent[1] - self.extent[0] + 1
+
+    @property
+    def adapter(self) -> Adapter:
+        """The :class:`Adapter` of the library that read the array (``ADAPTERS[library]``):
+        whoever holds the record asks it every library question, never the library's name."""
+        return ADAPTERS[self.library]
+
+
+class Adapter:
+    """What strided asks of an array's library, with the neutral answers.
+
+    One instance per library (``_numpy.ADAPTER``, ``_torch.ADAPTER``, ``_dlpack.ADAPTER``) is
+    listed in :data:`ADAPTERS` under its ``library`` name; a record reaches it as
+    ``record.adapter``. Wherever the rules of numpy, torch and DLPack libraries differ (which
+    elements a raw byte copy may move, what a destination must not be, how a new array is made
+    and handed back, how the library copies memory the CPU cannot reach, how it learns that an
+    array was written) :mod:`strided.copy` asks the record's adapter, so it never names a
+    library. A library with nothing to say about a question keeps the neutral answer defined
+    here (nothing to refuse, nothing to resolve, nothing to tell); the questions every library
+    must answer itself (views, dtypes, allocation) raise NotImplementedError here.
+
+    Why a record's adapter rather than module functions that switch on ``record.library``: the
+    string switch then lives in one table, and adding a library means one subclass and one
+    entry, with no question forgotten (each has its neutral answer).
+    """
+
+    __slots__ = ()
+
+    library: str = ""
+    """The name records of this library carry in ``MemoryRecord.library``."""
+
+    fast_copy: Callable[..., bool] | None = None
+    """A compiled copy that :func:`strided.copyto` tries before anything is described: it takes
+    copyto's arguments (dst, src, num_threads, casting, scale, shift, axis), returns True when
+    it made the whole copy, and False, having written nothing, for anything it does not handle
+    alone. None: the library has no fast path."""
+
+    fast_convert: Callable[..., bool] | None = None
+    """The same for a converting copy (dst, src, casting, scale, shift, axis, num_threads), the
+    arguments already read into plain values; None: no fast path."""
+
+    def refuse_raw_copy(self, record: MemoryRecord, name: str) -> None:
+        """Raise when the array's bytes cannot be copied as they are (named ``name``)."""
+
+    def check_destination(self, record: MemoryRecord, name: str) -> None:
+        """Raise when the library forbids writing the array outside its own ops (beyond the
+        record's ``writeable``, ``immutable`` and ``lazy``, which copy checks itself)."""
+
+    def resolved(self, record: MemoryRecord) -> MemoryRecord:
+        """The record of memory holding the values the array shows: the record itself, or a
+        resolved copy's when the memory holds something else (a lazy bit)."""
+        return record
+
+    def pinned(self, record: MemoryRecord, name: str) -> int:
+        """The address of the record's first element for the engine, read again from the
+        array by code that runs none of the caller's Python and checked against the record;
+        ValueError naming ``name`` when the array changed since it was read.
+
+        Call it once every check is done, right before the engine: from there to the kernel
+        only strided's own code runs. Neutral answer: ``record.ptr`` (memory that cannot
+        change under strided, as a consumed DLPack capsule's).
+        """
+        return record.ptr
+
+    def written(self, record: MemoryRecord) -> None:
+        """Tell the library that the array's memory was written."""
+
+    def same_dtype(self, a: MemoryRecord, b: MemoryRecord) -> bool:
+        """Whether two arrays of this library, of one itemsize and without DLPack dtypes to
+        compare, have the same element type. Neutral answer: False (nothing to tell by)."""
+        return False
+
+    def dtype_name(self, x: Any, record: MemoryRecord) -> str:
+        """The dtype of ``x`` as its library writes it, for error messages."""
+        dtype = getattr(x, "dtype", None)
+        return str(dtype) if dtype is not None else f"DLPack {record.dtype}"
+
+    def device_copier(self, dst: MemoryRecord,
+                      src: MemoryRecord) -> Callable[[Any, Any, bool], None] | None:
+        """The library's own copy ``(dst, src, share_memory)`` of two of its arrays that the
+        CPU does not copy, or None (the CPU copies them, or refuses memory it cannot reach)."""
+        return None
+
+    def device_converter(self, dst: MemoryRecord,
+                         src: MemoryRecord) -> Callable[..., None] | None:
+        """The library's own conversion of two of its arrays that the CPU does not copy (see
+        :meth:`device_copier`), or None. It takes ``(dst, src, share_memory)`` followed by the
+        arguments of ``strided._convert.convert_memory`` after the addresses, sizes and
+        strides, and converts by the same rules."""
+        return None
+
+    def graph_copier(self, record: MemoryRecord) -> Callable[[Any, Any], None] | None:
+        """The library's own copy ``(dst, src)`` that records dst in src's autograd graph,
+        when the array takes part in one; else None."""
+        return None
+
+    def resolve_dtype(self, dtype: Any) -> tuple[str, Any]:
+        """(engine type name, the library's dtype) of a ``dtype`` argument for a new array of
+        the library; TypeError when it is not a dtype strided converts."""
+        raise NotImplementedError
+
+    def allocate(self, like: Any, record: MemoryRecord, layout: Layout,
+                 order: tuple[int, ...] | None, zero: bool, dtype: Any = None) -> Any:
+        """A new array laid out as ``layout``, for a result of like's library and dtype (or
+        ``dtype``, as :meth:`resolve_dtype` gives it). ``order``: the layout is packed in that
+        physical order (the library's own way of making it is used); ``zero``: fill with
+        zeros. ValueError when the library cannot hold the layout."""
+        raise NotImplementedError
+
+    def hand_over(self, like: Any, record: MemoryRecord, out: Any, layout: Layout) -> Any:
+        """The array :meth:`allocate` made, once written, as an array of like's library."""
+        return out
+
+    def view(self, base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
+        """An array of base's library over ``record``'s memory laid out as ``layout`` (already
+        checked against the record), as :func:`strided.view` describes."""
+        raise NotImplementedError
+
+
+ADAPTERS: dict[str, Adapter] = {}
+"""The one dispatch table: library name -> its :class:`Adapter`. Filled by
+:mod:`strided.interop` with the adapter of each library it reads, before any record exists."""
 
 
 def type_name(record: MemoryRecord) -> str | None:

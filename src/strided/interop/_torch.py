@@ -7,17 +7,17 @@ and ``import strided`` stays free of it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from strided import _dtypes
 from strided.interop import _tensor
-from strided.interop._record import CPU, DLPACK_TYPES, MemoryRecord, moved
+from strided.interop._record import CPU, DLPACK_TYPES, Adapter, MemoryRecord, moved
 from strided.layout import Layout
 
-__all__ = ["allocate", "check_destination", "copies_itself", "describe", "device_convert",
-           "device_copy",
-           "graph_copier", "is_tensor", "pinned", "refuse_raw_copy", "resolve_dtype", "resolved",
-           "view", "written"]
+__all__ = ["ADAPTER", "allocate", "check_destination", "copies_itself", "describe",
+           "device_convert", "device_copy", "graph_copier", "is_tensor", "pinned",
+           "refuse_raw_copy", "resolve_dtype", "resolved", "view", "written"]
 
 NO_DLPACK_DEVICE = (-1, 0)
 """The device of tensors DLPack has no code for (torch's ``meta`` device)."""
@@ -405,3 +405,58 @@ def allocate(like: Any, layout: Layout, order: tuple[int, ...] | None, zero: boo
     make = torch.zeros if zero else torch.empty
     storage = make(layout.nbytes // layout.itemsize, **options)
     return torch.as_strided(storage, layout.sizes, layout.strides, layout.offset)
+
+
+class TorchAdapter(Adapter):
+    """torch's answers to strided's questions (:class:`~strided.interop._record.Adapter`).
+
+    Each answer calls this module's function of the same purpose, looked up when asked (tests
+    replace ``copies_itself`` and ``device_copy`` to run the device path on CPU tensors).
+    """
+
+    __slots__ = ()
+
+    library = "torch"
+
+    def refuse_raw_copy(self, record: MemoryRecord, name: str) -> None:
+        refuse_raw_copy(record, name)
+
+    def check_destination(self, record: MemoryRecord, name: str) -> None:
+        check_destination(record, name)
+
+    def resolved(self, record: MemoryRecord) -> MemoryRecord:
+        return resolved(record)
+
+    def pinned(self, record: MemoryRecord, name: str) -> int:
+        return pinned(record, name)
+
+    def written(self, record: MemoryRecord) -> None:
+        written(record)
+
+    def same_dtype(self, a: MemoryRecord, b: MemoryRecord) -> bool:
+        return bool(a.owner.dtype == b.owner.dtype)
+
+    def device_copier(self, dst: MemoryRecord,
+                      src: MemoryRecord) -> Callable[[Any, Any, bool], None] | None:
+        return device_copy if copies_itself(dst, src) else None
+
+    def device_converter(self, dst: MemoryRecord,
+                         src: MemoryRecord) -> Callable[..., None] | None:
+        return device_convert if copies_itself(dst, src) else None
+
+    def graph_copier(self, record: MemoryRecord) -> Callable[[Any, Any], None] | None:
+        return graph_copier(record)
+
+    def resolve_dtype(self, dtype: Any) -> tuple[str, Any]:
+        return resolve_dtype(dtype)
+
+    def allocate(self, like: Any, record: MemoryRecord, layout: Layout,
+                 order: tuple[int, ...] | None, zero: bool, dtype: Any = None) -> Any:
+        return allocate(like, layout, order, zero, dtype)
+
+    def view(self, base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
+        return view(base, record, layout, copy)
+
+
+ADAPTER = TorchAdapter()
+"""The torch adapter: ``ADAPTERS["torch"]``."""
