@@ -1,6 +1,6 @@
 /* The element types of strided's kernels: their codes and sizes, the C side of the one table in
  * strided/_dtypes.py (TYPE_NAMES, ITEMSIZES). The codes are indices into TYPE_NAMES, in the same
- * order; tests/test_dtypes.py checks that the compiled engine agrees with the Python table. */
+ * order; tests/core/test_dtypes.py checks that the compiled engine agrees with the Python table. */
 #ifndef STRIDED_KERNELS_TYPES_H
 #define STRIDED_KERNELS_TYPES_H
 
