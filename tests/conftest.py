@@ -1,4 +1,5 @@
-"""Shared pytest configuration: hypothesis profiles, and the benchmark harness on ``sys.path``.
+"""Shared pytest configuration: hypothesis profiles, the shared helpers and the benchmark
+harness on ``sys.path``.
 
 Select a profile with the ``HYPOTHESIS_PROFILE`` environment variable:
 
@@ -11,10 +12,24 @@ Select a profile with the ``HYPOTHESIS_PROFILE`` environment variable:
 Tests marked ``@pytest.mark.slow`` (exhaustive sweeps, seconds to minutes) are skipped unless
 the environment variable ``STRIDED_SLOW`` is ``1``; ``.ci/run`` sets it for its main test run.
 
+The tests live in folders that mirror the package (``tests/README.md``): ``core/``, ``engine/``,
+``interop/``, ``cli/`` and ``package/``. The helpers they share stay at the top of ``tests/``
+as plain top-level modules (``strategies``, ``isolated``, ``guarded``, ``convert_oracle``,
+``dlpack_producer``, ``interop_backends``; ``c/`` and ``typing/`` beside them), imported as
+``from strategies import ...``: ``tests/`` is on ``sys.path`` (pytest's import mode puts this
+conftest's folder there; this module makes sure of it), so they import from any folder, in a
+checkout and in a copy of ``tests/`` run against the installed wheel alike. The folders of
+tests are not packages (no ``__init__.py``): pytest's default "prepend" import mode
+(``pyproject.toml`` sets no other) puts each test's folder on ``sys.path`` and imports the test
+by its basename, so basenames must stay unique across folders, and a test may import another of
+its folder by name (``from test_copy_engine import ...``). :func:`isolated.run_isolated`'s
+subprocesses get ``tests/`` and every folder of tests on their ``PYTHONPATH`` for the same
+imports.
+
 The benchmark harness (``benchmarks/harness``) is not installed: in a checkout, the tests of the
-harness import it from ``benchmarks/``, put first on ``sys.path`` here. Where there is no
-checkout (the installed wheel is tested from a copy of ``tests/``), those tests are not
-collected: they test the repository, not the package.
+harness (``cli/test_bench.py``, ``cli/test_plot.py``) import it from ``benchmarks/``, put first
+on ``sys.path`` here. Where there is no checkout (the installed wheel is tested from a copy of
+``tests/``), those tests are not collected: they test the repository, not the package.
 """
 
 from __future__ import annotations
@@ -36,9 +51,13 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-#: The test modules that import the harness (benchmarks/harness).
-HARNESS_TESTS = ["test_bench.py", "test_plot.py"]
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+BENCHMARKS = TESTS.parent / "benchmarks"
+#: The test modules that import the harness (benchmarks/harness), relative to tests/.
+HARNESS_TESTS = ["cli/test_bench.py", "cli/test_plot.py"]
 if (BENCHMARKS / "harness" / "__init__.py").is_file():
     sys.path.insert(0, str(BENCHMARKS))
     collect_ignore: list[str] = []

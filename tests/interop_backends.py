@@ -1,4 +1,4 @@
-"""Backends, layout cases and brute-force oracles for tests/test_interop.py.
+"""Backends, layout cases and brute-force oracles for tests/interop/test_interop.py.
 
 A :class:`Backend` turns a 1-D numpy array of values into a base object of one library (numpy,
 read-only numpy, bytes, bytearray, memoryview, array.array, torch, array-api-strict) and reads

@@ -1,9 +1,10 @@
 """Test code run in a fresh interpreter, so that a crash fails a test instead of pytest.
 
-:func:`run_isolated` runs a script in a subprocess with ``tests/`` on ``sys.path`` and returns
-its stdout. A script that checks many inputs registers each check with :func:`probe` and ends
-with :func:`report`, which runs them all and prints ``name: ok``, or ``name:`` and the error (or
-the string the check returned); the test reads the lines back with :func:`probe_results`::
+:func:`run_isolated` runs a script in a subprocess with ``tests/`` (and its folders of tests)
+on ``sys.path`` and returns its stdout. A script that checks many inputs registers each check
+with :func:`probe` and ends with :func:`report`, which runs them all and prints ``name: ok``, or
+``name:`` and the error (or the string the check returned); the test reads the lines back with
+:func:`probe_results`::
 
     out = run_isolated('''
         from isolated import probe, report
@@ -28,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 TESTS_DIR = Path(__file__).resolve().parent
+#: The folders of test modules (tests/core, tests/engine, ...). A script may import a test module
+#: by its name (``from test_copy_engine import ...``), as the tests do among themselves under
+#: pytest's "prepend" import mode (conftest.py).
+TEST_FOLDERS = sorted(p for p in TESTS_DIR.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
 
 PROBES: dict[str, Callable[[], Any]] = {}
 
@@ -54,12 +59,12 @@ def probe_results(out: str) -> dict[str, str]:
 
 
 def run_isolated(code: str, *, timeout: float = 300, **env_vars: str) -> str:
-    """Run ``code`` in a fresh interpreter (tests/ on sys.path, extra environment variables
-    from ``env_vars``); return its stdout. Asserts a zero exit status: a crash (torch aborting,
-    a segfault) fails the test instead of taking pytest down with it."""
+    """Run ``code`` in a fresh interpreter (tests/ and its folders of tests on sys.path, extra
+    environment variables from ``env_vars``); return its stdout. Asserts a zero exit status: a
+    crash (torch aborting, a segfault) fails the test instead of taking pytest down with it."""
     env = dict(os.environ, **env_vars)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS_DIR), env.get("PYTHONPATH"))
-                                        if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(TESTS_DIR), *map(str, TEST_FOLDERS), env.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=TESTS_DIR, check=False)
     assert proc.returncode == 0, (f"subprocess exited with {proc.returncode}\n"

@@ -16,7 +16,7 @@
 #
 # From the repository root, e.g.:
 #   tools/sanitize.sh build /tmp/venv-san && tools/sanitize.sh run /tmp/venv-san
-#   tools/sanitize.sh run /tmp/venv-san python -m pytest -p no:cacheprovider tests/test_copy.py -x
+#   tools/sanitize.sh run /tmp/venv-san python -m pytest -p no:cacheprovider tests/engine/test_copy.py -x
 #   tools/sanitize.sh run /tmp/venv-san python repro.py
 #
 # The build (pip install ".[test]" with these meson options):

@@ -1,8 +1,8 @@
 /* The block kernels of _copy_kernels.h built without SSE2 (-U__SSE2__, as on a non-x86 CPU),
  * checked against a plain loop: every block kind, itemsize and flag set on shapes with ragged
  * edges, destinations at every offset in a line, guard bytes around them. Compiled and run by
- * tests/test_copy_core.py::test_portable_kernels_without_sse2; prints the first mismatch and
- * exits 1, or exits 0. */
+ * tests/engine/test_copy_engine.py::test_portable_kernels_without_sse2; prints the first
+ * mismatch and exits 1, or exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

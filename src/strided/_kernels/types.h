@@ -1,8 +1,8 @@
 /* The element types of strided's kernels: their codes and sizes, the C side of the one table in
  * strided/_dtypes.py (TYPE_NAMES, ITEMSIZES). The codes are indices into TYPE_NAMES, in the same
- * order; tests/test_dtypes.py checks that the compiled engine agrees with the Python table.
- * Also the types of the conversion kernels the engine's table hands out (a plan holds them,
- * so both engine modules see them; the kernels themselves are in cvt_*.h and convert_tiles.h). */
+ * order; tests/core/test_dtypes.py checks that the compiled engine agrees with the Python
+ * table. Also the types of the conversion kernels a plan holds (the kernels themselves are in
+ * cvt_*.h and convert_tiles.h; _copy.pxd declares the same signatures to Cython). */
 #ifndef STRIDED_KERNELS_TYPES_H
 #define STRIDED_KERNELS_TYPES_H
 

@@ -32,7 +32,7 @@ from strategies import (
     ref_packed_strides,
     source_strides,
 )
-from test_copy_core import (
+from test_copy_engine import (
     THREADS,
     assert_same_bytes,
     blocked_pair,

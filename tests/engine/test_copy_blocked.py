@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as hst
 from strategies import source_strides
-from test_copy_core import placed, random_bytes, view_over
+from test_copy_engine import placed, random_bytes, view_over
 
 import strided
 

@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # numpy < 2.1 cannot lend the producer its C callbacks
     pytest.skip(str(exc), allow_module_level=True)
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # tests/, where dlpack_producer.py lives
 
 
 def _namespace(name: str = "fake_xp", refuse=None, calls=None) -> types.SimpleNamespace:

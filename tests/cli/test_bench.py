@@ -37,7 +37,7 @@ from strided import Layout
 def run_benchmark_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``benchmarks/NAME`` of the checkout with ``args`` (skip the test where there is no
     checkout: an installed wheel is tested without its benchmarks/); check it succeeded."""
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / name
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / name
     if not script.is_file():
         pytest.skip("no checkout: benchmarks/ is absent")
     result = subprocess.run([sys.executable, str(script), *args], capture_output=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # The modules whose docstrings must be tested. A module that does not import is reported as a
 # failure, not silently skipped: it is part of the package.

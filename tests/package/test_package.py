@@ -123,8 +123,8 @@ def test_version_and_license_come_with_the_metadata():
 def test_the_build_reads_the_version_from_init():
     """tools/version.py (run by meson.build) parses __version__ out of __init__.py; checked in
     the source tree only (an installed wheel has no tools/)."""
-    script = Path(__file__).resolve().parent.parent / "tools" / "version.py"
-    init = Path(__file__).resolve().parent.parent / "src" / "strided" / "__init__.py"
+    script = Path(__file__).resolve().parents[2] / "tools" / "version.py"
+    init = Path(__file__).resolve().parents[2] / "src" / "strided" / "__init__.py"
     if not script.is_file() or not init.is_file():
         pytest.skip("needs the source tree (tools/version.py, src/strided/__init__.py)")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,

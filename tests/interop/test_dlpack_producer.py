@@ -25,7 +25,7 @@ try:
 except ImportError as exc:  # numpy < 2.1: no versioned DLPack export to borrow callbacks from
     pytest.skip(str(exc), allow_module_level=True)
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where dlpack_producer.py lives
 
 
 class _Fixed:

@@ -4,7 +4,7 @@ HWC -> CHW images and NHWC -> NCHW with few channels reduce to the block problem
 ``dst[k * dp + c] = src[c * S + k]`` with few planes R <= S (the source's unit dim): the
 deinterleave kernels of ``_kernels/interleave.h`` (SSE2 packs, SSSE3 and AVX2 shuffles) and,
 for more channels, the staged transposes. Every copy runs between byte buffers with guard bytes
-(the helpers of ``test_copy_core``) at every SIMD level the CPU has, against ``np.copyto``
+(the helpers of ``test_copy_engine``) at every SIMD level the CPU has, against ``np.copyto``
 between views of the same layouts; pointers are offset by odd byte counts, so no path may
 assume aligned memory. Nothing here asserts a time.
 """
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 from isolated import run_isolated
-from test_copy_core import (
+from test_copy_engine import (
     SIMD_LEVELS,
     address,
     assert_each_thread_count_copies,

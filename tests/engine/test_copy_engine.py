@@ -551,7 +551,7 @@ def test_streamed_tuning_extremes_stay_inside_the_tile(tuning):
     """_tune clamps the streamed runs so that every tile still fits the staging buffer: copies
     with absurd settings stay exact (the guard bytes and a subprocess would show an overflow)."""
     code = f"""
-    from test_copy_core import assert_copies_like_numpy, packed, tuned
+    from test_copy_engine import assert_copies_like_numpy, packed, tuned
     with tuned(nt_bytes=0, **{tuning!r}):
         for k in (1, 4, 8, 16):
             for rows, cols, pitch in ((300, 5000, 5000), (257, 3000, 3001), (64, 64, 64),

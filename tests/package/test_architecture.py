@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src" / "strided"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "strided"
 
 pytestmark = pytest.mark.skipif(not PACKAGE.is_dir(), reason="needs the source tree")
 

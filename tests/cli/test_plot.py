@@ -212,7 +212,7 @@ script = sys.argv.pop(1)
 sys.path.insert(0, os.path.dirname(script))
 runpy.run_path(script, run_name="__main__")
 """
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.mark.parametrize("command", [["bench_copy.py"], ["bench_convert.py"],
