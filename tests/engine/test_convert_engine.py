@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import strided as st
-from strided import _convert, _copy
+from strided import _copy
 
 
 @pytest.fixture(params=[(131072, 64, -1, -1, True, True), (4096, 16, 0, 0, True, True),

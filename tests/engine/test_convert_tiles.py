@@ -14,7 +14,7 @@ from convert_oracle import assert_converted_equal, cast, np_dtype, special_value
 from isolated import run_isolated
 
 import strided as st
-from strided import _convert, _copy
+from strided import _copy
 
 GUARD = 0x5A
 

@@ -204,3 +204,35 @@ def test_the_readme_map_names_what_exists():
         name = name.strip()
         if name != "src/strided/":
             assert list(PACKAGE.rglob(name.rstrip("/"))), f"README names {name}: not in the package"
+
+
+def _sources(pattern: str) -> dict[str, str]:
+    return {str(p.relative_to(PACKAGE)): p.read_text() for p in sorted(PACKAGE.rglob(pattern))}
+
+
+def test_the_engine_is_written_once():
+    """One reorder engine (DESIGN.md §2): one plan struct, one runner (the only parallel
+    region), one tuning hook over one struct of knobs, one CPU detection, one element-type
+    table; the engine's modules read no Python buffer (they take addresses)."""
+    cython = _sources("*.pyx") | _sources("*.pxd")
+    plans = sorted((name, plan) for name, text in cython.items()
+                   for plan in re.findall(r"^ctypedef struct (\w*Plan)\b", text, re.M))
+    assert plans == [("_copy.pxd", "Plan")]
+    assert [n for n, t in cython.items() if re.search(r"^def _tune\(", t, re.M)] == ["_copy.pyx"]
+    assert [n for n, t in cython.items()
+            if re.search(r"^ctypedef struct Tuning\b", t, re.M)] == ["_copy.pxd"]
+    # no knob beside the struct: an engine's module-level C constants are not tuning
+    constants = {(n, c) for n, t in cython.items() if n in ("_copy.pyx", "_convert.pyx")
+                 for c in re.findall(r"^cdef (?:int64_t|int|bint) (_[A-Z_]+)\b", t, re.M)}
+    assert constants == {("_copy.pyx", "_CORES")}
+    assert [n for n, t in cython.items() if "with parallel(" in t or "prange(" in t] == [
+        "_copy.pyx"]
+    assert cython["_copy.pyx"].count("with parallel(") == 1                # in run_team
+    headers = _sources("_kernels/*.h")
+    assert [n for n, t in headers.items() if "__builtin_cpu_supports" in t] == [
+        "_kernels/common.h"]
+    for engine in ("_copy.pyx", "_convert.pyx"):
+        assert "PyObject_GetBuffer" not in cython[engine], engine
+    python = _sources("*.py")
+    assert [n for n, t in python.items()
+            if re.search(r"^TYPE_NAMES\b.*=", t, re.M)] == ["_dtypes.py"]
