@@ -948,12 +948,13 @@ cdef int _dst_overlaps(int nd, const int64_t* sizes, const int64_t* strides) exc
     """0 when no two elements of the destination share memory; 1 when two do, or when that
     cannot be decided within the default work budget (spans fit int64)."""
     cdef int flags = c_flags(nd, sizes, strides), result
+    cdef int64_t budget = default_max_work()   # read with the GIL: _tune may set it
     if flags & (FLAG_PACKED | FLAG_EMPTY):
         return 0
     if flags & FLAG_BROADCAST:
         return 1
     with nogil:
-        result = c_overlaps(nd, sizes, strides, default_max_work())
+        result = c_overlaps(nd, sizes, strides, budget)
     return result != 0
 
 
@@ -1081,9 +1082,9 @@ cdef int copy_overlapping(char* dst, const char* src, int nd, const int64_t* siz
     and the caller runs its own plan. ``pstr``: a conversion's parameter strides, or NULL."""
     cdef int shared, a, b
     cdef int64_t delta = <int64_t>(<intptr_t>src - <intptr_t>dst)
+    cdef int64_t budget = default_max_work()   # read with the GIL: _tune may set it
     with nogil:
-        shared = c_shares(nd, sizes, dstr, R.dsz, nd, sizes, sstr, R.ssz, delta,
-                          default_max_work())
+        shared = c_shares(nd, sizes, dstr, R.dsz, nd, sizes, sstr, R.ssz, delta, budget)
     if not shared:   # undecided counts as shared: the buffered routes are right either way
         return 1
     if _same_strides(nd, sizes, dstr, sstr):
