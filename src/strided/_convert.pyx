@@ -591,6 +591,13 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
                          f"{length} given")
     if count == 0:
         return 0
+    # The identity row of the engine's table: a plain cast to the same type is a copy (the
+    # bytes as they are, as numpy's astype to the same dtype; NaN payloads and all). The copy
+    # refuses only what the caller has ruled out (a self-overlapping destination, spans
+    # leaving int64); then it would convert below.
+    if P.stype == P.dtype and P.mode == ST_CVT_PLAIN and copy_elements(
+            dptr, sptr, nd, sz, dst, src, P.dsz, count, nthreads) == 0:
+        return 0
     P.scale = params.values
     P.shift = params.values + length * P.ct
     P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())

@@ -318,3 +318,20 @@ def test_image_pixels_at_every_simd_level(level, channels, width, dtype):
                          kwargs.get("shift"), kwargs.get("axis"))
         assert np.array_equal(out, want), (old, kwargs)
         assert (buf[3 * width * channels:].view(np.uint8) == 77).all()
+
+
+@pytest.mark.parametrize("type_name", ["float16", "float32", "float64", "bool", "uint8"])
+def test_a_plain_cast_to_the_same_type_is_the_identity_row(type_name):
+    """A same-type conversion without parameters is the engine's identity row, a copy: every
+    byte as it was (NaN payloads, bool bytes other than 0 and 1, as numpy's astype to the same
+    dtype), through a transpose too."""
+    from strided import _convert
+    itemsize = np.dtype(type_name).itemsize
+    rng = np.random.default_rng(11)
+    raw = rng.integers(0, 256, 37 * 29 * itemsize, dtype=np.uint8)
+    src = raw.view(type_name).reshape(37, 29)
+    dst = np.zeros((29, 37), type_name)
+    _convert.convert_memory(dst.ctypes.data, src.ctypes.data, (37, 29), (1, 37), (29, 1),
+                            type_name, type_name)
+    assert dst.T.tobytes() == src.tobytes()
+    assert dst.T.tobytes() == src.astype(type_name).tobytes()
