@@ -139,11 +139,12 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
     # leave whole and, for destinations far larger than the cache, streamed. Paired at 64 MiB
     # (AMD EPYC, 1 / 2 threads), float32 NCHW -> NHWC took 0.82 / 0.60x the time of the
     # two-pass route (staged on 1 thread) for float16, 0.86 / 0.52x for bfloat16. A 256 KiB
-    # tile (convert_tiled_bytes) rather than 128 KiB: 0.9x the time, the longer runs per source row
-    # suiting DRAM; 512 KiB gained 3-5% more, but is half of a 1 MiB L2 that two hyperthreads
-    # may share, so it was left. The widening direction (float16 NHWC -> float32 NCHW) is not
-    # tiled: its destination rows are long planes, staged 2 KiB apart in the tile, and the
-    # kernel was 2x slower than converting the transposed tile's rows (in cache, measured).
+    # tile (convert_tiled_bytes) rather than 128 KiB: 0.9x the time, the longer runs per
+    # source row suiting DRAM; 512 KiB gained 3-5% more, but is half of a 1 MiB L2 that two
+    # hyperthreads may share, so it was left. The widening direction (float16 NHWC -> float32
+    # NCHW) is not tiled: its destination rows are long planes, staged 2 KiB apart in the tile,
+    # and the kernel was 2x slower than converting the transposed tile's rows (in cache,
+    # measured).
     P.tiled = NULL
     P.stream = 0
     if P.kind == ST_BLOCK_TRANSPOSE and T.convert_tiled:
@@ -166,8 +167,8 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
         P.pixels = st_cvt_pixels(P.stype, P.dtype, P.mode, <int>P.C, simd_level())
     if P.kind == ST_BLOCK_TRANSPOSE:
         # Tiles in L2: whole source runs when they are short (an image's 3 channels), else
-        # convert_tile_columns destination columns by source runs as long as the tile allows. Long
-        # runs matter: each column of a tile reads its own page of the source (NCHW -> NHWC:
+        # convert_tile_columns destination columns by source runs as long as the tile allows.
+        # Long runs matter: each column of a tile reads its own page of the source (NCHW -> NHWC:
         # one plane per channel), and 256-byte runs from 64 pages at once left a float16
         # relayout at 0.2x memcpy, stalled on the TLB and the prefetchers.
         side = T.convert_tile_columns

@@ -303,10 +303,8 @@ cdef void plan_problem(Plan* P, int nd, const int64_t* sizes, const int64_t* dst
     if k > 1:
         n[d], ds[d], ss[d], ps[d] = k, 1, 1, 0
         d += 1
+    # (no parameters: ps is all zeros, which block_problem then need not move or merge)
     d = block_problem(d, n, ds, ss, ps if pstr != NULL else NULL, &p, &transposing)
-    if pstr == NULL:
-        for i in range(d):
-            ps[i] = 0
     q = d - 1
     P.kind = ST_BLOCK_TRANSPOSE if transposing else ST_BLOCK_COPY
     P.C, P.dq, P.sq, P.pq = n[q], ds[q], ss[q], ps[q]
