@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["CASTINGS", "CODES", "DLPACK_TYPES", "ITEMSIZES", "TYPES", "TYPE_NAMES", "ElementType",
-           "can_cast", "check_pair", "compute_type", "type_code"]
+__all__ = ["CASTINGS", "CODES", "DLPACK_TYPES", "ITEMSIZES", "SUB_BYTE", "TYPES", "TYPE_NAMES",
+           "ElementType", "SubByteType", "can_cast", "check_pair", "compute_type", "sub_byte",
+           "type_code"]
 
 
 class ElementType(NamedTuple):
@@ -59,6 +60,41 @@ ITEMSIZES: dict[str, int] = {t.name: t.itemsize for t in TYPES}
 
 DLPACK_TYPES: dict[str, tuple[int, int, int]] = {t.name: t.dlpack for t in TYPES}
 """DLPack's ``(code, bits, lanes)`` of each type."""
+
+
+
+class SubByteType(NamedTuple):
+    """An element narrower than a byte (``int4``, ``uint4``): two per byte, element 2k in bits
+    0-3 of byte k and element 2k+1 in bits 4-7 (low nibble first, as MegEngine, CUTLASS,
+    oneDNN, ONNX and DLPack store them).
+
+    The engine never sees a sub-byte code: it moves such elements through bytes of their
+    *carrier* (``int8`` for int4, ``uint8`` for uint4: one value per byte, sign- or
+    zero-extended) and packs or unpacks the nibbles on the way.
+    """
+
+    name: str
+    bits: int
+    carrier: str          # the byte type holding one value (sign-extended for int4)
+    lo: int               # the smallest and largest value
+    hi: int
+    dlpack: tuple[int, int, int]
+
+
+SUB_BYTE: dict[str, SubByteType] = {
+    "int4": SubByteType("int4", 4, "int8", -8, 7, (0, 4, 1)),
+    "uint4": SubByteType("uint4", 4, "uint8", 0, 15, (1, 4, 1)),
+}
+"""The sub-byte element types, by name."""
+
+
+def sub_byte(name: object, what: str) -> SubByteType:
+    """The sub-byte type of a name (``"int4"``, ``"uint4"``, or an ml_dtypes / numpy dtype
+    whose name is one of them); TypeError naming ``what`` for anything else."""
+    key = getattr(name, "name", name)
+    if isinstance(key, str) and key in SUB_BYTE:
+        return SUB_BYTE[key]
+    raise TypeError(f"{what} must be one of {', '.join(SUB_BYTE)}; got {name!r}")
 
 CASTINGS: tuple[str, ...] = ("no", "equiv", "safe", "same_kind", "unsafe")
 """numpy's casting rules, from the strictest."""
