@@ -1,7 +1,10 @@
 """The `Layout` descriptor: sizes + element strides + offset + itemsize, validated and immutable.
 
 Every computation is delegated to the compiled core (:mod:`strided._core`), which does it in
-checked 64-bit arithmetic; this module validates, caches and presents.
+checked 64-bit arithmetic; this module validates, caches and presents. A layout of 4-bit
+elements (``bits=4``) is element arithmetic like any other (the core's, with an element of one
+unit); only its byte counts differ, computed here from its element offsets: element ``e`` is in
+byte ``e // 2``, low nibble when ``e`` is even (DESIGN.md section 1, "Sub-byte elements").
 """
 
 from __future__ import annotations
@@ -24,6 +27,57 @@ __all__ = ["Layout", "buffer_size", "offset_of"]
 
 _PACKED, _CONTIGUOUS, _BROADCAST, _PADDED, _EMPTY = _core.FLAG_BITS
 
+#: The element widths narrower than a byte that a Layout describes (two elements per byte).
+SUB_BYTE_BITS = (4,)
+_INT64_MAX = 2**63 - 1
+
+
+def _element_width(itemsize: int, bits: int | None) -> tuple[int, int]:
+    """``(itemsize for the element arithmetic, bits per element)`` of the arguments.
+
+    A 4-bit layout does its element arithmetic with an element of one unit (itemsize 1); its
+    byte counts are computed from element offsets by the callers.
+    """
+    isz = _core.as_int(itemsize, "itemsize")
+    if isz < 1:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    if bits is None:
+        return isz, 8 * isz
+    nbits = _core.as_int(bits, "bits")
+    if nbits in SUB_BYTE_BITS:
+        if isz != 1:
+            raise ValueError(
+                f"bits={nbits} with itemsize={isz}: {nbits}-bit elements have no byte itemsize; "
+                f"give bits={nbits} alone, or itemsize={isz} alone for {8 * isz}-bit elements"
+            )
+        return 1, nbits
+    if nbits != 8 * isz:
+        raise ValueError(
+            f"bits must be None, 4 (two elements per byte) or 8 * itemsize = {8 * isz}, "
+            f"got bits={nbits}"
+        )
+    return isz, nbits
+
+
+def _check_align(align: int) -> int:
+    al = _core.as_int(align, "align")
+    if al <= 0:
+        raise ValueError(f"align must be >= 1 byte, got {al}")
+    return al
+
+
+def _sub_byte_buffer_size(lo: int, hi: int, bits: int, align: int) -> int:
+    """Bytes from the byte holding element offset ``lo`` to the byte holding ``hi``, rounded up
+    to ``align`` (``lo > hi``: empty, 0 bytes)."""
+    if hi < lo:
+        return 0
+    per_byte = 8 // bits
+    nbytes = hi // per_byte - lo // per_byte + 1
+    rounded = -(-nbytes // align) * align
+    if rounded > _INT64_MAX:
+        raise OverflowError(f"rounding {nbytes} bytes up to a multiple of {align} leaves int64")
+    return rounded
+
 
 class Layout:
     """An exact description of where each element of a tensor lives in a linear buffer.
@@ -43,6 +97,14 @@ class Layout:
         Element offset of the element at index ``(0, ..., 0)``.
     itemsize : int, optional
         Bytes per element (>= 1).
+    bits : int, optional
+        Bits per element: ``None`` (the default: ``8 * itemsize``), ``8 * itemsize``, or ``4``
+        for 4-bit elements (``int4``, ``uint4``), two per byte. With ``bits=4`` the sizes,
+        strides and offset count 4-bit elements, element ``e`` is in byte ``e // 2`` (bits
+        0-3 when ``e`` is even, bits 4-7 when odd: low nibble first), and the byte quantities
+        (:attr:`nbytes`, :meth:`buffer_size`) round up to whole bytes; :attr:`itemsize`,
+        :attr:`byte_strides` and :attr:`byte_offset` do not exist (see
+        :attr:`is_byte_addressable`).
 
     Notes
     -----
@@ -63,7 +125,9 @@ class Layout:
         A non-integer (or a bool) where an integer is needed, or a sequence argument of a
         refused kind.
     ValueError
-        A negative size, strides of another length than sizes, itemsize < 1, rank > 64.
+        A negative size, strides of another length than sizes, itemsize < 1, rank > 64,
+        ``bits`` other than None, 4 and ``8 * itemsize``, or ``bits=4`` with an itemsize
+        other than 1.
     OverflowError
         When the number of elements, a span end, the number of offsets from the lowest to the
         highest element, or a byte quantity leaves int64.
@@ -81,15 +145,21 @@ class Layout:
     True
     >>> Layout(5).sizes
     (5,)
+    >>> L4 = Layout((3, 5), (6, 1), bits=4)      # int4 rows of 5, padded to 6 (3 bytes)
+    >>> L4.bits, L4.nbytes, L4.is_byte_addressable
+    (4, 9, True)
+    >>> L4
+    Layout(sizes=(3, 5), strides=(6, 1), offset=0, bits=4)
     """
 
-    __slots__ = ("_flags", "_hi", "_itemsize", "_lo", "_offset", "_overlaps", "_size", "_sizes",
-                 "_strides")
+    __slots__ = ("_bits", "_flags", "_hi", "_itemsize", "_lo", "_offset", "_overlaps", "_size",
+                 "_sizes", "_strides")
 
     _sizes: tuple[int, ...]
     _strides: tuple[int, ...]
     _offset: int
-    _itemsize: int
+    _itemsize: int      # 1 for a sub-byte layout: its element arithmetic counts elements
+    _bits: int          # 8 * itemsize, or 4
     _size: int
     _lo: int
     _hi: int
@@ -103,9 +173,16 @@ class Layout:
         *,
         offset: int = 0,
         itemsize: int = 1,
+        bits: int | None = None,
     ) -> None:
-        (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
-         self._hi, self._flags) = _core.normalize(sizes, strides, offset, itemsize)
+        if bits is None:    # the common case: no second look at itemsize
+            (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
+             self._hi, self._flags) = _core.normalize(sizes, strides, offset, itemsize)
+            self._bits = 8 * self._itemsize
+        else:
+            isz, self._bits = _element_width(itemsize, bits)
+            (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
+             self._hi, self._flags) = _core.normalize(sizes, strides, offset, isz)
         self._overlaps = None
 
     @classmethod
@@ -115,6 +192,7 @@ class Layout:
         self = object.__new__(cls)
         (self._sizes, self._strides, self._offset, self._itemsize, self._size, self._lo,
          self._hi, self._flags) = fields
+        self._bits = 8 * self._itemsize
         self._overlaps = None
         return self
 
@@ -126,6 +204,7 @@ class Layout:
         *,
         itemsize: int = 1,
         broadcast: Sequence[bool] | None = None,
+        bits: int | None = None,
     ) -> Layout:
         """A packed layout of ``sizes`` in a named or given physical order.
 
@@ -139,6 +218,9 @@ class Layout:
             Bytes per element.
         broadcast : sequence of bool, optional
             DirectML broadcast flags: those axes get stride 0 and count as size 1.
+        bits : int, optional
+            ``4`` for 4-bit elements (see :class:`Layout`); the strides are the same, in
+            elements.
 
         Examples
         --------
@@ -146,17 +228,21 @@ class Layout:
         (60, 1, 15, 3)
         >>> Layout.packed((2, 3), "F").label
         'WH'
+        >>> Layout.packed((1, 64, 2, 2), "NCHW", bits=4).nbytes     # 256 int4: 128 bytes
+        128
         """
         sizes = _core.as_sizes(sizes)     # read once: the caller's object may change
-        return cls(sizes, _packed_strides(sizes, layout, broadcast=broadcast), itemsize=itemsize)
+        return cls(sizes, _packed_strides(sizes, layout, broadcast=broadcast), itemsize=itemsize,
+                   bits=bits)
 
     @classmethod
     def blocked(cls, sizes: Sequence[int], fmt: str | BlockedFormat, *,
-                itemsize: int = 1) -> Layout:
+                itemsize: int = 1, bits: int | None = None) -> Layout:
         """The packed physical layout (rank 5) of a blocked format of logical ``(N, C, H, W)``.
 
         The channels are padded up to a multiple of the block; see
-        :func:`strided.formats.blocked_shape` for the physical shape.
+        :func:`strided.formats.blocked_shape` for the physical shape. ``bits=4`` gives the
+        layout of 4-bit elements (NCHW64 of int4: MegEngine's NCHW64, CUTLASS's NC64HW64).
 
         Examples
         --------
@@ -164,12 +250,15 @@ class Layout:
         (32, 16, 8, 4, 1)
         >>> Layout.blocked((2, 5, 3, 3), "CHWN4").sizes
         (2, 3, 3, 2, 4)
+        >>> L = Layout.blocked((1, 100, 3, 5), "NCHW64", bits=4)   # 32 bytes per pixel block
+        >>> L.sizes, L.strides, L.nbytes
+        ((1, 2, 3, 5, 64), (1920, 960, 320, 64, 1), 960)
         """
-        return cls(parse_blocked(fmt).physical_shape(sizes), itemsize=itemsize)
+        return cls(parse_blocked(fmt).physical_shape(sizes), itemsize=itemsize, bits=bits)
 
     @classmethod
     def blocked_view(cls, sizes: Sequence[int], fmt: str | BlockedFormat, *,
-                     itemsize: int = 1) -> Layout:
+                     itemsize: int = 1, bits: int | None = None) -> Layout:
         """The rank-5 strided view ``(N, C/x, x, H, W)`` of a blocked buffer, when ``C % x == 0``.
 
         Channel ``c`` of the logical tensor is ``[n, c // x, c % x, h, w]`` of the view. No
@@ -185,9 +274,11 @@ class Layout:
         --------
         >>> Layout.blocked_view((2, 8, 3, 3), "NCHW4").strides
         (72, 36, 1, 12, 4)
+        >>> Layout.blocked_view((1, 128, 2, 2), "NCHW64", bits=4).is_byte_addressable
+        True
         """
         view_sizes, view_strides = blocked_view_strides(sizes, fmt)
-        return cls(view_sizes, view_strides, itemsize=itemsize)
+        return cls(view_sizes, view_strides, itemsize=itemsize, bits=bits)
 
     # ---- basic attributes -------------------------------------------------------------------
 
@@ -208,8 +299,34 @@ class Layout:
 
     @property
     def itemsize(self) -> int:
-        """Bytes per element."""
+        """Bytes per element.
+
+        Raises
+        ------
+        ValueError
+            For a layout of 4-bit elements (``bits=4``): they have no byte itemsize.
+        """
+        if self._bits < 8:
+            raise self._no_bytes("itemsize")
         return self._itemsize
+
+    @property
+    def bits(self) -> int:
+        """Bits per element: ``8 * itemsize``, or 4 for a layout of 4-bit elements.
+
+        >>> Layout((2, 3), itemsize=4).bits, Layout((2, 3), bits=4).bits
+        (32, 4)
+        """
+        return self._bits
+
+    def _no_bytes(self, name: str) -> ValueError:
+        return ValueError(
+            f"{name} is undefined for a layout of {self._bits}-bit elements: they have no byte "
+            f"itemsize ({8 // self._bits} elements share a byte, element e in byte "
+            f"e // {8 // self._bits}). Use bits, the strides and offset in elements, nbytes / "
+            f"buffer_size() for byte counts, and is_byte_addressable to know whether every "
+            f"element row starts on a byte"
+        )
 
     @property
     def ndim(self) -> int:
@@ -225,14 +342,31 @@ class Layout:
     def byte_strides(self) -> tuple[int, ...]:
         """Strides in bytes (numpy's unit).
 
+        Raises
+        ------
+        ValueError
+            For a layout of 4-bit elements (``bits=4``), whose strides count half bytes.
+
+        Examples
+        --------
         >>> Layout((2, 3), itemsize=8).byte_strides
         (24, 8)
         """
+        if self._bits < 8:
+            raise self._no_bytes("byte_strides")
         return _core.byte_strides(self._strides, self._itemsize)
 
     @property
     def byte_offset(self) -> int:
-        """Offset in bytes."""
+        """Offset in bytes.
+
+        Raises
+        ------
+        ValueError
+            For a layout of 4-bit elements (``bits=4``).
+        """
+        if self._bits < 8:
+            raise self._no_bytes("byte_offset")
         return self._offset * self._itemsize
 
     @property
@@ -253,7 +387,9 @@ class Layout:
     def nbytes(self) -> int:
         """Bytes from offset 0 to the end of the last element; 0 when empty.
 
-        This is the size of a buffer that starts at offset 0 and holds every element.
+        This is the size of a buffer that starts at offset 0 and holds every element. For 4-bit
+        elements it is ``ceil((highest element offset + 1) * 4 / 8)``: the byte holding the
+        last element counts whole.
 
         Raises
         ------
@@ -265,6 +401,10 @@ class Layout:
         --------
         >>> Layout((2, 3), (5, 1), itemsize=4).nbytes
         32
+        >>> Layout((2, 3), (5, 1), bits=4).nbytes       # elements 0..7: bytes 0..3
+        4
+        >>> Layout((3,), offset=2, bits=4).nbytes       # elements 2..4: byte 2's low nibble
+        3
         """
         if self._size == 0:
             return 0
@@ -273,17 +413,114 @@ class Layout:
                 f"the layout reaches element offset {self._lo}, below offset 0 "
                 f"(span {self.span}), so no buffer starting at offset 0 holds it"
             )
+        if self._bits < 8:
+            per_byte = 8 // self._bits
+            return self._hi // per_byte + 1
         return (self._hi + 1) * self._itemsize
 
     def buffer_size(self, align: int = 4) -> int:
         """Bytes from the lowest to the highest element, rounded up to ``align``.
 
-        See :func:`strided.buffer_size`.
+        See :func:`strided.buffer_size`. For 4-bit elements: the bytes from the byte holding
+        the lowest element to the byte holding the highest (the offset counts: an odd lowest
+        element starts in the high nibble of its byte), rounded up to ``align`` as for any
+        element.
 
+        Examples
+        --------
         >>> Layout.packed((1, 1, 3, 5), "NHWC", itemsize=2).buffer_size()
         32
+        >>> L = Layout((5,), offset=1, bits=4)             # elements 1..5: bytes 0..2
+        >>> L.buffer_size(align=1), L.buffer_size()
+        (3, 4)
         """
+        if self._bits < 8:
+            return _sub_byte_buffer_size(self._lo, self._hi, self._bits, _check_align(align))
         return _core.buffer_size(self._sizes, self._strides, self._itemsize, align)
+
+    @property
+    def is_byte_addressable(self) -> bool:
+        """Every element row starts on a byte: true of every layout of byte-sized elements.
+
+        A layout of 4-bit elements is byte-addressable when its offset is even, its strides
+        are >= 0, and every stride but one unit stride (stride 1) is even: then each
+        element's byte is ``e // 2`` with the pairs of elements of the unit-stride dimension
+        sharing bytes in order, low nibble first. This is what views, DLPack exports and
+        threaded kernels need; other 4-bit layouts are reachable only by a copy.
+
+        Size-0 and size-1 dimensions: a dimension of size 1 never applies its stride, so its
+        stride is not looked at (it may be odd or negative, and a second stride 1 of a
+        size-1 dimension is allowed). A layout with a size-0 dimension holds no element and
+        is byte-addressable whatever its offset and strides. Stride 0 (broadcast) is even.
+
+        Examples
+        --------
+        >>> Layout((4, 6), bits=4).is_byte_addressable
+        True
+        >>> Layout((4, 6), bits=4)[:, 1:].is_byte_addressable      # offset 1: a high nibble
+        False
+        >>> Layout((4, 5), bits=4).is_byte_addressable             # rows 5 apart: odd
+        False
+        >>> Layout((4, 1), (6, 3), bits=4).is_byte_addressable     # a size-1 dim's stride
+        True
+
+        See Also
+        --------
+        byte_addressable_error : why a layout is not byte-addressable, in words.
+        """
+        return self.byte_addressable_error() is None
+
+    def byte_addressable_error(self) -> str | None:
+        """Why this layout is not byte-addressable (see :attr:`is_byte_addressable`), or None.
+
+        The message names the first offending quantity (the offset, then the strides in
+        dimension order) with its value, for the error messages of the modules that need
+        byte-addressable layouts; it is always None for byte-sized elements.
+
+        Examples
+        --------
+        >>> import textwrap
+        >>> def show(layout):
+        ...     print(textwrap.fill(layout.byte_addressable_error(), 72))
+        >>> show(Layout((4,), offset=3, bits=4))
+        offset 3 of 4-bit elements is odd: element 3 starts in the middle of
+        byte 1 (its high nibble)
+        >>> show(Layout((2, 3), (3, 1), bits=4))
+        stride 3 of dim 0 is odd: index 1 along dim 0 is element 3, in the
+        middle of byte 1 (its high nibble); only one dimension may have an odd
+        stride, and it must be 1
+        >>> show(Layout((2, 3), (1, 1), bits=4))
+        stride 1 of dim 1 is odd and dim 0 has stride 1 too: only one dimension
+        may have an odd (unit) stride
+        >>> Layout((2, 3), (4, 1), bits=4).byte_addressable_error() is None
+        True
+        """
+        if self._bits >= 8 or self._size == 0:
+            return None
+        per_byte = 8 // self._bits
+        off = self._offset
+        if off % per_byte:
+            return (f"offset {off} of {self._bits}-bit elements is odd: element {off} starts "
+                    f"in the middle of byte {off // per_byte} (its high nibble)")
+        unit: int | None = None
+        for dim, (n, s) in enumerate(zip(self._sizes, self._strides, strict=True)):
+            if n == 1:
+                continue
+            if s < 0:
+                return (f"stride {s} of dim {dim} is negative: a byte-addressable layout of "
+                        f"{self._bits}-bit elements runs forward in memory (element pairs "
+                        f"share a byte low nibble first)")
+            if s % per_byte == 0:
+                continue
+            if s != 1:
+                return (f"stride {s} of dim {dim} is odd: index 1 along dim {dim} is element "
+                        f"{off + s}, in the middle of byte {(off + s) // per_byte} (its high "
+                        f"nibble); only one dimension may have an odd stride, and it must be 1")
+            if unit is not None:
+                return (f"stride 1 of dim {dim} is odd and dim {unit} has stride 1 too: only "
+                        f"one dimension may have an odd (unit) stride")
+            unit = dim
+        return None
 
     # ---- exact predicates (cached) -----------------------------------------------------------
 
@@ -392,7 +629,10 @@ class Layout:
         """Whether this layout and ``other``, in one buffer, reach a common byte (exact).
 
         Both offsets count from the start of the same buffer, each in elements of its own
-        itemsize; elements of different itemsizes share memory when their bytes meet. This is
+        itemsize; elements of different itemsizes share memory when their bytes meet. For
+        4-bit elements the unit is the half byte: two 4-bit layouts share memory when they
+        reach a common element (nibble); the two nibbles of one byte are distinct memory here,
+        though writing one of them is a read-modify-write of the whole byte. This is
         numpy's :func:`numpy.shares_memory` for layouts; :func:`strided.copyto` uses it to copy
         views that interleave without sharing an element directly, with no temporary.
 
@@ -415,12 +655,25 @@ class Layout:
         (False, True)
         >>> Layout((2,), itemsize=4).shares_memory(Layout((1,), offset=7, itemsize=1))
         True
+        >>> evens4, odds4 = Layout((4,), (2,), bits=4), Layout((4,), (2,), offset=1, bits=4)
+        >>> evens4.shares_memory(odds4), evens4.shares_memory(Layout((1,), offset=3))
+        (False, True)
         """
         if not isinstance(other, Layout):
             raise TypeError(f"other must be a Layout, got {type(other).__name__}")
+        if self._bits < 8 or other._bits < 8:
+            # In units of 4 bits: a 4-bit element is one unit, a byte two.
+            units_a, units_b = self._units(), other._units()
+            delta = other._offset * units_b - self._offset * units_a
+            return _core.shares_memory(self._sizes, self._strides, units_a, other._sizes,
+                                       other._strides, units_b, delta, max_work)
         delta = other._offset * other._itemsize - self._offset * self._itemsize
         return _core.shares_memory(self._sizes, self._strides, self._itemsize, other._sizes,
                                    other._strides, other._itemsize, delta, max_work)
+
+    def _units(self) -> int:
+        """Size of one element in units of 4 bits."""
+        return 1 if self._bits == 4 else 2 * self._itemsize
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -478,7 +731,7 @@ class Layout:
     def _derive(self, sizes: tuple[int, ...], strides: tuple[int, ...],
                 offset: int | None = None) -> Layout:
         return Layout(sizes, strides, offset=self._offset if offset is None else offset,
-                      itemsize=self._itemsize)
+                      itemsize=self._itemsize, bits=None if self._bits >= 8 else self._bits)
 
     def permute(self, axes: Sequence[int]) -> Layout:
         """The same elements with the axes reordered: new axis ``k`` is old axis ``axes[k]``.
@@ -549,7 +802,7 @@ class Layout:
     # ---- value semantics ---------------------------------------------------------------------
 
     def _key(self) -> tuple[Any, ...]:
-        return (self._sizes, self._strides, self._offset, self._itemsize)
+        return (self._sizes, self._strides, self._offset, self._itemsize, self._bits)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Layout):
@@ -560,26 +813,33 @@ class Layout:
         return hash(self._key())
 
     def __repr__(self) -> str:
+        width = f"bits={self._bits}" if self._bits < 8 else f"itemsize={self._itemsize}"
         return (f"Layout(sizes={self._sizes!r}, strides={self._strides!r}, "
-                f"offset={self._offset}, itemsize={self._itemsize})")
+                f"offset={self._offset}, {width})")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, self._key())
+        fields = (self._sizes, self._strides, self._offset, self._itemsize)
+        # byte layouts pickle as they always did (loadable by versions without bits)
+        return (_rebuild, (*fields, self._bits) if self._bits < 8 else fields)
 
 
 def _rebuild(sizes: tuple[int, ...], strides: tuple[int, ...], offset: int,
-             itemsize: int) -> Layout:
-    return Layout(sizes, strides, offset=offset, itemsize=itemsize)
+             itemsize: int, bits: int | None = None) -> Layout:
+    return Layout(sizes, strides, offset=offset, itemsize=itemsize, bits=bits)
 
 
 def buffer_size(
-    sizes: Sequence[int], strides: Sequence[int] | None = None, *, itemsize: int, align: int = 4
+    sizes: Sequence[int], strides: Sequence[int] | None = None, *, itemsize: int | None = None,
+    align: int = 4, bits: int | None = None,
 ) -> int:
     """Bytes of the smallest buffer holding every element, rounded up to ``align``.
 
     ``(highest - lowest offset + 1) * itemsize`` rounded up to a multiple of ``align``; 0 for an
     empty tensor. With non-negative strides and ``align=4`` this is DirectML's
-    ``DMLCalcBufferTensorSize``, computed exactly in 64 bits instead of wrapping at 32.
+    ``DMLCalcBufferTensorSize``, computed exactly in 64 bits instead of wrapping at 32. For
+    4-bit elements (``bits=4``, element 0 at the start of byte 0): the bytes from the one
+    holding the lowest element to the one holding the highest, ``hi // 2 - lo // 2 + 1``,
+    rounded up to ``align`` as for any element.
 
     Parameters
     ----------
@@ -588,9 +848,11 @@ def buffer_size(
     strides : sequence of int, optional
         Element strides (default packed row-major); negative strides are allowed.
     itemsize : int
-        Bytes per element.
+        Bytes per element; required unless ``bits=4`` is given (then it may only be 1).
     align : int, optional
         Round up to a multiple of this many bytes (DirectML: 4; 1 means no rounding).
+    bits : int, optional
+        Bits per element: ``None`` (``8 * itemsize``), ``8 * itemsize``, or ``4``.
 
     Examples
     --------
@@ -600,8 +862,22 @@ def buffer_size(
     8
     >>> buffer_size((4,), (-1,), itemsize=4, align=1)   # negative strides: the span counts
     16
+    >>> buffer_size((1, 1, 3, 5), bits=4), buffer_size((1, 1, 3, 5), bits=4, align=1)
+    (8, 8)
+    >>> buffer_size((3,), (3,), bits=4, align=1)        # elements 0, 3, 6: bytes 0..3
+    4
     """
-    return _core.buffer_size(sizes, strides, itemsize, align)
+    if bits is None:
+        if itemsize is None:
+            raise TypeError("buffer_size() needs itemsize= (bytes per element), or bits=4 for "
+                            "4-bit elements")
+        return _core.buffer_size(sizes, strides, itemsize, align)
+    isz, nbits = _element_width(1 if itemsize is None else itemsize, bits)
+    if nbits >= 8:
+        return _core.buffer_size(sizes, strides, isz, align)
+    al = _check_align(align)
+    _, _, _, _, _, lo, hi, _ = _core.normalize(sizes, strides, 0, 1)
+    return _sub_byte_buffer_size(lo, hi, nbits, al)
 
 
 def offset_of(index: Sequence[int], strides: Sequence[int], offset: int = 0) -> int:
