@@ -30,11 +30,12 @@ from :mod:`strided._dtypes`.
 """
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport int64_t, intptr_t
+from libc.string cimport memcpy
 
 from strided._copy cimport (
     Plan, Reader, Tuning, copy_elements, copy_overlapping, copy_threads, default_threads,
-    execute, fused_fn, pixels_fn, planes_fn, plan_problem, plan_run, simd_level, streams,
-    tiled_fn, transpose_block, tuning_now,
+    execute, fused_fn, pixels_fn, planes_fn, plan_problem, plan_run, run_team, simd_level,
+    streams, tiled_fn, transpose_block, tuning_now,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -95,6 +96,14 @@ st_cvt_init()   # once, at import
 # its stub has always listed.
 from strided._dtypes import CASTINGS, TYPE_NAMES, can_cast, check_pair, compute_type  # no-cython-lint
 from strided._dtypes import CODES as _CODES
+from strided._dtypes import SUB_BYTE
+
+def _carrier(name):
+    """(bits, the engine's type name) of a type name: a 4-bit type moves as its carrier."""
+    if type(name) is str and name in SUB_BYTE:
+        return 4, SUB_BYTE[name].carrier
+    return 0, name
+
 
 # The affine step runs in numpy's result_type(src, float32) (strided._dtypes.compute_type)
 _WIDE_CODES = frozenset(_CODES[n] for n in TYPE_NAMES if compute_type(n) == "float64")
@@ -478,7 +487,7 @@ cdef void free_params(Params* params) noexcept:
 
 def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, dst_type,
                    src_type, scale=None, shift=None, param_strides=None, param_length=1,
-                   num_threads=None):
+                   num_threads=None, dst_first=0, src_first=0):
     """Convert a strided tensor between raw addresses (element strides; no bounds checks).
 
     Element ``index`` is read as ``src_type`` at ``src_address + dot(index, src_strides) *
@@ -492,7 +501,13 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     Parameters
     ----------
     dst_type, src_type : str
-        Names in :data:`TYPE_NAMES`.
+        Names in :data:`TYPE_NAMES`, or ``"int4"`` / ``"uint4"`` (4-bit elements, two a byte,
+        element 2k in the low nibble of byte k: the address is the byte holding nibble 0,
+        the strides count nibbles, and element ``index`` is nibble ``first +
+        dot(index, strides)``).
+    dst_first, src_first : int
+        The nibble of element 0 of a 4-bit side (any int: ``first // 2`` bytes from the
+        address, low nibble when even); 0 for a byte-sized side.
     scale, shift : None, real number or 1-D vector of them
         The affine step ``t = x * scale + shift`` in the compute type (:func:`compute_type`);
         both None: a plain cast. A vector has ``param_length`` values, element ``index``
@@ -517,8 +532,8 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
-    cdef int64_t count, length
-    cdef int nd, i, nthreads
+    cdef int64_t count, length, dst_base, src_base
+    cdef int nd, i, nthreads, dst_bits, src_bits
     cdef char* dptr
     cdef const char* sptr
     cdef bint affine
@@ -537,23 +552,38 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     length = as_int64(param_length, "param_length")
     if length < 1:
         raise ValueError(f"param_length must be >= 1, got {length}")
-    check_pair(dst_type, src_type, affine)
+    dst_bits, dst_carrier = _carrier(dst_type)
+    src_bits, src_carrier = _carrier(src_type)
+    check_pair(dst_carrier, src_carrier, affine)
+    dst_base = as_int64(dst_first, "dst_first")
+    src_base = as_int64(src_first, "src_first")
+    for bits, base, name in ((dst_bits, dst_base, "dst_first"), (src_bits, src_base, "src_first")):
+        if bits != 4 and base != 0:
+            raise ValueError(f"{name} is {base}: only a 4-bit side starts inside a byte")
     nthreads = copy_threads(num_threads)
     dptr = <char*><intptr_t>as_int64(dst_address, "dst_address")
     sptr = <const char*><intptr_t>as_int64(src_address, "src_address")
     if c_size(nd, sz, &count):
         raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
-    check_byte_span(nd, sz, dst, st_type_size[_CODES[dst_type]], "dst_strides")
-    check_byte_span(nd, sz, src, st_type_size[_CODES[src_type]], "src_strides")
+    # (a 4-bit side's nibble offsets are checked as offsets of 1-byte items: bytes are fewer)
+    check_byte_span(nd, sz, dst, 1 if dst_bits == 4 else st_type_size[_CODES[dst_type]],
+                    "dst_strides")
+    check_byte_span(nd, sz, src, 1 if src_bits == 4 else st_type_size[_CODES[src_type]],
+                    "src_strides")
     if count and (dptr == NULL or sptr == NULL):
         raise ValueError(f"{'dst_address' if dptr == NULL else 'src_address'} is NULL (0) "
                          f"but the conversion has {count} elements")
     if count:
         _refuse_self_overlap(nd, sz, dst)
-    load_params(&params, scale, shift, length, _CODES[src_type])
+    load_params(&params, scale, shift, length, _CODES[src_carrier])
     try:
-        convert_elements(dptr, sptr, nd, sz, dst, src, _CODES[dst_type], _CODES[src_type],
-                         &params, par, count, nthreads)
+        if dst_bits == 4 or src_bits == 4:
+            convert_nibbles(dptr, dst_base, _CODES[dst_carrier], dst_bits, sptr, src_base,
+                            _CODES[src_carrier], src_bits, nd, sz, dst, src, &params, par,
+                            count, nthreads)
+        else:
+            convert_elements(dptr, sptr, nd, sz, dst, src, _CODES[dst_type], _CODES[src_type],
+                             &params, par, count, nthreads)
     finally:
         free_params(&params)
 
@@ -830,4 +860,339 @@ cdef int _refuse_self_overlap(int nd, const int64_t* sz, const int64_t* dst) exc
             f"the destination overlaps itself: two of its elements share memory (dst_strides "
             f"{tuple_of(nd, dst)!r}, sizes {tuple_of(nd, sz)!r}), so a conversion into it is "
             f"ambiguous")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# 4-bit elements
+# --------------------------------------------------------------------------------------------
+# int4 / uint4 elements (strided._dtypes.SUB_BYTE) move through bytes of their carrier (int8
+# sign-extended, uint8): the problem is cut into boxes of about nibble_box_bytes carrier items,
+# each a sub-box of the index space (whole inner dims, a range of one dim) in the 4-bit side's
+# order. A box of a 4-bit source is unpacked into a packed box of carrier bytes; the box is
+# converted by this engine's own plan (carrier <-> any type, any strides, the parameters at the
+# box's place: a float32 NCHW plane block to int8 pixels is the NCHW32 quantize's transpose);
+# a box of a 4-bit destination is packed from its carrier bytes. The boxes stay in L1/L2, so
+# memory sees one read of the source and one write of the destination. Boxes run on the
+# engine's team (run_team), each thread with its own carrier boxes and tile; a 4-bit
+# destination takes more than one thread only when it is byte-addressable (offset even,
+# strides >= 0, all but one unit stride even) and its boxes start on even elements: then no
+# two threads write the same byte.
+
+cdef extern from "_kernels/nibbles.h":
+    enum:
+        ST_NIB_WRAP
+        ST_NIB_SAT_I4
+        ST_NIB_SAT_U4
+    void st_pack4(unsigned char* d, int first, const char* s, Py_ssize_t n,
+                  int how) noexcept nogil
+    void st_unpack4(char* d, const unsigned char* s, int first, Py_ssize_t n,
+                    int sign) noexcept nogil
+    char st_nib_get(const unsigned char* base, int64_t at, int sign) noexcept nogil
+    void st_nib_put(unsigned char* base, int64_t at, const char* value, int how) noexcept nogil
+
+
+ctypedef struct _Nibbles:
+    Plan P                  # the carriers' pair, mode, item sizes and parameters; the run
+    const Tuning* T
+    int nd                  # dims (size-1 dims dropped), in the 4-bit side's order
+    int split               # dims after it are whole in a box; it is cut in ranges of `rows`
+    int64_t rows, ranges
+    int64_t box             # carrier items of a whole box
+    int64_t tile_bytes      # each thread's tile for the box's plan ...
+    int64_t period_items    # ... and its parameter period
+    int dst_how             # a 4-bit destination: how a carrier byte becomes a nibble; else -1
+    int src_sign            # a 4-bit source: 1 int4, 0 uint4; else -1
+    bint dst_dense          # the 4-bit side's box is one run of nibbles, in the box's order
+    bint src_dense
+    int64_t dbase, sbase    # nibble offset of element 0 from the address (4-bit sides)
+    int64_t sizes[MAX_NDIM]
+    int64_t dstr[MAX_NDIM]
+    int64_t sstr[MAX_NDIM]
+    int64_t pstr[MAX_NDIM]
+    int64_t bstr[MAX_NDIM]  # a packed box's strides (dims split..nd-1)
+
+
+cdef inline int64_t _align64(int64_t n) noexcept nogil:
+    return (n + 63) // 64 * 64
+
+
+cdef bint _box_dense(const _Nibbles* N, const int64_t* strides) noexcept nogil:
+    """Whether every box of a side is one run of nibbles in the box's own order."""
+    cdef int i
+    for i in range(N.split, N.nd):
+        if strides[i] != N.bstr[i]:
+            return False
+    return True
+
+
+cdef void _gather4(const _Nibbles* N, char* out, const unsigned char* base, int64_t at,
+                   const int64_t* bsz, int sign) noexcept nogil:
+    """A box of a 4-bit side that is not one run: element by element into packed carriers."""
+    cdef int64_t idx[MAX_NDIM]
+    cdef int64_t k = 0, total = 1
+    cdef int i, nb = N.nd - N.split
+    for i in range(nb):
+        idx[i] = 0
+        total *= bsz[i]
+    while k < total:
+        out[k] = st_nib_get(base, at, sign)
+        k += 1
+        i = nb - 1
+        while i >= 0:
+            idx[i] += 1
+            at += N.sstr[N.split + i]
+            if idx[i] < bsz[i]:
+                break
+            at -= idx[i] * N.sstr[N.split + i]
+            idx[i] = 0
+            i -= 1
+
+
+cdef void _scatter4(const _Nibbles* N, unsigned char* base, int64_t at, const char* values,
+                    const int64_t* bsz, int how) noexcept nogil:
+    cdef int64_t idx[MAX_NDIM]
+    cdef int64_t k = 0, total = 1
+    cdef int i, nb = N.nd - N.split
+    for i in range(nb):
+        idx[i] = 0
+        total *= bsz[i]
+    while k < total:
+        st_nib_put(base, at, values + k, how)
+        k += 1
+        i = nb - 1
+        while i >= 0:
+            idx[i] += 1
+            at += N.dstr[N.split + i]
+            if idx[i] < bsz[i]:
+                break
+            at -= idx[i] * N.dstr[N.split + i]
+            idx[i] = 0
+            i -= 1
+
+
+cdef void _convert_box(const _Nibbles* N, char* dst, const int64_t* dstr, const char* src,
+                       const int64_t* sstr, const int64_t* bsz, int64_t count, int64_t poff,
+                       char* tile, char* period) noexcept nogil:
+    """Convert one box with the engine's own plan, on this thread."""
+    cdef Plan Q
+    cdef int64_t items
+    _take_pair(&Q, &N.P)
+    Q.nbytes = count * (Q.dsz + Q.ssz)
+    _plan(&Q, N.nd - N.split, bsz, dstr, sstr, N.pstr + N.split, N.T)
+    Q.scale = N.P.scale + poff * Q.ct
+    Q.shift = N.P.shift + poff * Q.ct
+    Q.stream = 0                    # (the box is in cache)
+    if Q.scratch_bytes > N.tile_bytes:   # (not planned so; kept safe all the same)
+        Q.kind = ST_BLOCK_COPY
+        Q.tiled = NULL
+        Q.pixels = NULL
+        Q.planes = NULL
+    items = _period_items(&Q, N.T)
+    if 0 < items <= N.period_items:
+        _fill_period(&Q, period, items)
+    Q.run(&Q, dst, src, 0, Q.items, tile)
+
+
+cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t lo, int64_t hi,
+                         char* scratch) noexcept nogil:
+    """The 4-bit route's blocks_fn: boxes lo..hi-1."""
+    cdef const _Nibbles* N = <const _Nibbles*>plan
+    cdef int64_t bsz[MAX_NDIM]
+    cdef int64_t item, rest, r0, idx, doff, soff, poff, count, at
+    cdef int i, nb = N.nd - N.split
+    cdef char* sbox = scratch
+    cdef char* dbox = scratch + _align64(N.box)
+    cdef char* tile = dbox + _align64(N.box)
+    cdef char* period = tile + N.tile_bytes
+    cdef const char* s
+    cdef char* d
+    cdef const int64_t* ds
+    cdef const int64_t* ss
+    for item in range(lo, hi):
+        rest = item // N.ranges
+        r0 = (item % N.ranges) * N.rows
+        doff = r0 * N.dstr[N.split]
+        soff = r0 * N.sstr[N.split]
+        poff = r0 * N.pstr[N.split]
+        for i in range(N.split - 1, -1, -1):
+            idx = rest % N.sizes[i]
+            rest = rest // N.sizes[i]
+            doff += idx * N.dstr[i]
+            soff += idx * N.sstr[i]
+            poff += idx * N.pstr[i]
+        count = 1
+        for i in range(nb):
+            bsz[i] = N.sizes[N.split + i]
+            if i == 0:
+                bsz[0] = min(N.rows, bsz[0] - r0)
+            count *= bsz[i]
+        # the source: unpacked into the carrier box, or read where it is
+        if N.src_sign >= 0:
+            at = N.sbase + soff
+            if N.src_dense:
+                st_unpack4(sbox, <const unsigned char*>sptr + (at >> 1), <int>(at & 1), count,
+                           N.src_sign)
+            else:
+                _gather4(N, sbox, <const unsigned char*>sptr, at, bsz, N.src_sign)
+            s, ss = sbox, N.bstr + N.split
+        else:
+            s, ss = sptr + soff * N.P.ssz, N.sstr + N.split
+        if N.dst_how >= 0:
+            d, ds = dbox, N.bstr + N.split
+        else:
+            d, ds = dptr + doff * N.P.dsz, N.dstr + N.split
+        _convert_box(N, d, ds, s, ss, bsz, count, poff, tile, period)
+        if N.dst_how >= 0:
+            at = N.dbase + doff
+            if N.dst_dense:
+                st_pack4(<unsigned char*>dptr + (at >> 1), <int>(at & 1), dbox, count, N.dst_how)
+            else:
+                _scatter4(N, <unsigned char*>dptr, at, dbox, bsz, N.dst_how)
+
+
+cdef bint _byte_addressable(int nd, const int64_t* sizes, const int64_t* strides,
+                            int64_t base) noexcept nogil:
+    """DESIGN.md §1: offset even, strides >= 0, every stride but one unit stride even (size-1
+    dims dropped already)."""
+    cdef int i, units = 0
+    if base & 1:
+        return False
+    for i in range(nd):
+        if strides[i] < 0:
+            return False
+        if strides[i] & 1:
+            if strides[i] != 1:
+                return False
+            units += 1
+    return units <= 1
+
+
+cdef void _plan_nibbles(_Nibbles* N, int nd, const int64_t* sz, const int64_t* dstr,
+                        const int64_t* sstr, const int64_t* par) noexcept nogil:
+    """The dims in the 4-bit side's order, the boxes."""
+    cdef int order[MAX_NDIM]
+    cdef int64_t keep_sz[MAX_NDIM]
+    cdef int64_t keep_key[MAX_NDIM]
+    cdef int keep[MAX_NDIM]
+    cdef int i, k, n = 0
+    cdef int64_t inner, target
+    cdef const int64_t* key = dstr if N.dst_how >= 0 else sstr
+    for i in range(nd):
+        if sz[i] != 1:
+            keep[n] = i
+            keep_sz[n] = sz[i]
+            keep_key[n] = key[i] if key[i] >= 0 else -key[i]
+            n += 1
+    c_physical_order(n, keep_sz, keep_key, order)
+    N.nd = n
+    for k in range(n):
+        i = keep[order[k]]
+        N.sizes[k], N.dstr[k], N.sstr[k], N.pstr[k] = sz[i], dstr[i], sstr[i], par[i]
+    if n == 0:    # one element: a box of one dim of size 1
+        N.nd = 1
+        N.sizes[0] = 1
+        N.dstr[0] = N.sstr[0] = N.pstr[0] = 0
+    # the box: whole dims from the innermost while they fit, then rows of the next one
+    target = max(<int64_t>2, N.T.nibble_box_bytes)
+    inner = 1
+    N.split = N.nd - 1
+    while N.split > 0 and inner * N.sizes[N.split] <= target // 2:
+        inner *= N.sizes[N.split]
+        N.split -= 1
+    N.rows = max(<int64_t>1, min(N.sizes[N.split], target // inner))
+    if N.dst_how >= 0 and N.rows < N.sizes[N.split] and (N.dstr[N.split] & 1):
+        N.rows = max(<int64_t>2, N.rows // 2 * 2)   # boxes start on even nibbles
+    N.ranges = (N.sizes[N.split] + N.rows - 1) // N.rows
+    N.box = N.rows * inner
+    N.bstr[N.nd - 1] = 1
+    for k in range(N.nd - 2, N.split - 1, -1):
+        N.bstr[k] = N.bstr[k + 1] * N.sizes[k + 1]
+    N.dst_dense = N.dst_how >= 0 and N.dbase >= 0 and _box_dense(N, N.dstr)
+    N.src_dense = N.src_sign >= 0 and _box_dense(N, N.sstr)
+    N.P.items = N.ranges
+    for k in range(N.split):
+        N.P.items *= N.sizes[k]
+
+
+cdef int convert_nibbles(char* dptr, int64_t dbase, int dst_code, int dst_bits,
+                         const char* sptr, int64_t sbase, int src_code, int src_bits, int nd,
+                         const int64_t* sizes, const int64_t* dst_strides,
+                         const int64_t* src_strides, const Params* params, const int64_t* par,
+                         int64_t count, int nthreads) except -1:
+    """Convert when either side holds 4-bit elements (``*_bits == 4``): its ``*_code`` is the
+    carrier's (int8 for int4, uint8 for uint4), its address the byte holding nibble 0 and
+    ``*base`` the nibble of element 0. Checked by the caller as for convert_elements: the pair
+    of carriers, the spans (in nibbles from the address), a destination not overlapping itself.
+    A source sharing bytes with the destination is read from a copy of its bytes."""
+    cdef _Nibbles N
+    cdef Tuning T = tuning_now()
+    cdef int64_t plo, phi, lo, hi, slo, shi, dlo, dhi, most, scratch_bytes
+    cdef int64_t sz[MAX_NDIM]
+    cdef char* scratch = NULL
+    cdef char* staged = NULL
+    cdef int i
+    if c_span(nd, sizes, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= params.length)):
+        raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
+                         f"{params.length} given")
+    if count == 0:
+        return 0
+    N.T = &T
+    N.P.stype, N.P.dtype, N.P.mode, N.P.ct = src_code, dst_code, params.mode, params.ct
+    N.P.dsz = st_type_size[dst_code]
+    N.P.ssz = st_type_size[src_code]
+    N.P.fused = st_cvt_fused(src_code, dst_code, params.mode, simd_level())
+    N.P.scale = params.values
+    N.P.shift = params.values + params.length * params.ct
+    N.dst_how = -1
+    if dst_bits == 4:
+        N.dst_how = ST_NIB_WRAP if params.mode == ST_CVT_PLAIN else (
+            ST_NIB_SAT_I4 if dst_code == ST_I8 else ST_NIB_SAT_U4)
+    N.src_sign = (1 if src_code == ST_I8 else 0) if src_bits == 4 else -1
+    N.dbase, N.sbase = dbase, sbase
+    # the byte ranges of both sides: a source sharing one with the destination is staged
+    for i in range(nd):
+        sz[i] = sizes[i]
+    c_span(nd, sz, src_strides, 0, &slo, &shi)
+    c_span(nd, sz, dst_strides, 0, &dlo, &dhi)
+    if src_bits == 4:
+        lo, hi = (sbase + slo) >> 1, (sbase + shi) >> 1
+    else:
+        lo, hi = slo * N.P.ssz, (shi + 1) * N.P.ssz - 1
+    if dst_bits == 4:
+        dlo, dhi = (dbase + dlo) >> 1, (dbase + dhi) >> 1
+    else:
+        dlo, dhi = dlo * N.P.dsz, (dhi + 1) * N.P.dsz - 1
+    if sptr + lo <= dptr + dhi and dptr + dlo <= sptr + hi:
+        staged = <char*>PyMem_RawMalloc(<size_t>(hi - lo + 1))
+        if staged == NULL:
+            raise MemoryError("no memory for a copy of the source; nothing was written")
+        memcpy(staged, sptr + lo, <size_t>(hi - lo + 1))
+        sptr = staged - lo
+    try:
+        _plan_nibbles(&N, nd, sz, dst_strides, src_strides, par)
+        N.tile_bytes = _align64(max(T.convert_tile_bytes, T.convert_tiled_bytes,
+                                    16 * T.convert_tile_columns * max(N.P.dsz, N.P.ssz)))
+        N.period_items = T.convert_period_items
+        scratch_bytes = _align64(2 * _align64(N.box) + N.tile_bytes
+                                 + 2 * N.period_items * N.P.ct)
+        N.P.nbytes = count * (N.P.dsz + N.P.ssz)
+        plan_run(&N.P, &T)
+        most = 1 if N.P.keeps_gil else min(
+            <int64_t>(nthreads if nthreads > 0 else default_threads()), N.P.most)
+        if dst_bits == 4 and not _byte_addressable(N.nd, N.sizes, N.dstr, dbase):
+            most = 1    # boxes may share a byte: one thread, in order
+        scratch = <char*>PyMem_RawMalloc(<size_t>(most * scratch_bytes))
+        if scratch == NULL:
+            raise MemoryError("no memory for the 4-bit conversion's boxes; nothing was written")
+        if most == 1:
+            with nogil:
+                _nibble_blocks(&N, dptr, sptr, 0, N.P.items, scratch)
+        else:
+            with nogil:
+                run_team(&N, _nibble_blocks, dptr, sptr, N.P.items, most,
+                         N.P.chunks_per_thread, nthreads, True, scratch, scratch_bytes)
+    finally:
+        PyMem_RawFree(scratch)
+        PyMem_RawFree(staged)
     return 0

@@ -746,8 +746,11 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     spec = parse_blocked(fmt)
     params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
     num_threads = _copy.threads_argument(num_threads)
+    sub = _sub_byte(dtype)
     record, library_copy = _source(x, "x")
     n, c, h, w = _logical_sizes(record.layout, spec)
+    if sub is not None:
+        return _to_blocked_4bit(x, record, spec, sub, params, num_threads)
     conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
     out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)), itemsize=itemsize),
                     order=tuple(range(5)), zero=c % spec.block != 0,
@@ -758,26 +761,33 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     _copy_pieces((out, out_record), (x, record),
                  [(blocked, logical) for logical, blocked in pieces], num_threads, library_copy,
                  conversion, _channel_pieces(record.layout, out_record.layout, spec))
+    zero = _padding_zero(conversion, type_name(out_record))
+    if zero and c % spec.block:
+        padding = _padding_piece(out_record.layout, spec, c)
+        view(out, padding, copy=False)[...] = zero
+        out_record.adapter.written(out_record)
     return record.adapter.hand_over(x, record, out, out_record.layout)
 
 
 @overload
 def from_blocked(y: Tensor, fmt: str | BlockedFormat, *, channels: int,
                  dtype: Any = None, scale: Any = None, shift: Any = None,
-                 num_threads: int | None = None) -> Tensor: ...
+                 num_threads: int | None = None, src_dtype: Any = None) -> Tensor: ...
 @overload
 def from_blocked(y: NDArray[ScalarT], fmt: str | BlockedFormat, *, channels: int,
                  dtype: None = None, scale: Any = None, shift: Any = None,
-                 num_threads: int | None = None) -> NDArray[ScalarT]: ...
+                 num_threads: int | None = None, src_dtype: None = None) -> NDArray[ScalarT]: ...
 @overload
 def from_blocked(y: NDArray[Any], fmt: str | BlockedFormat, *, channels: int,
                  dtype: Any = None, scale: Any = None, shift: Any = None,
-                 num_threads: int | None = None) -> NDArray[Any]: ...
+                 num_threads: int | None = None, src_dtype: Any = None) -> NDArray[Any]: ...
 @overload
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
-                 scale: Any = None, shift: Any = None, num_threads: int | None = None) -> Any: ...
+                 scale: Any = None, shift: Any = None, num_threads: int | None = None,
+                 src_dtype: Any = None) -> Any: ...
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
-                 scale: Any = None, shift: Any = None, num_threads: int | None = None) -> Any:
+                 scale: Any = None, shift: Any = None, num_threads: int | None = None,
+                 src_dtype: Any = None) -> Any:
     """Unpack a blocked channel format into a packed row-major ``(N, C, H, W)`` array.
 
     The inverse of :func:`to_blocked`: the padding channels are dropped.
@@ -828,7 +838,10 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
     channels = _core.as_int(channels, "channels")           # (bools refused)
     num_threads = _copy.threads_argument(num_threads)
+    sub = None if src_dtype is None else _dtypes.sub_byte(src_dtype, "src_dtype")
     record, library_copy = _source(y, "y")
+    if sub is not None:
+        return _from_blocked_4bit(y, record, spec, sub, channels, dtype, params, num_threads)
     sizes = _unblocked_sizes(record.layout, spec, channels)
     conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
     out = _allocate(y, record, Layout(sizes, itemsize=itemsize), order=tuple(range(4)),
@@ -957,3 +970,170 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                             length - first if strides is not None else 1)
         runs.append((dst_piece, src_piece, piece_params))
     _run(dst, src, runs, num_threads, library_copy, types, src_name=src_name)
+
+
+# --------------------------------------------------------------------------------------------
+# Padding channels and 4-bit elements
+# --------------------------------------------------------------------------------------------
+
+# The values each integer type holds, for the quantized zero of its padding channels
+_INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
+               "uint16": (0, 65535), "int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1),
+               "int64": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1),
+               "int4": (-8, 7), "uint4": (0, 15)}
+
+
+def _padding_zero(conversion: Conversion | None, dst_type: str | None,
+                  src_type: str | None = None) -> int:
+    """The quantized zero that a blocked format's padding channels hold: what ``x = 0``
+    quantizes to, ``saturate(rint(shift))`` (MegEngine's relayout does the same), so that
+    padding dequantizes to 0 with the same parameters. 0 for anything but an integer
+    destination with a shift; with a shift per channel, the padding channels have none of
+    their own: 0 unless every channel's shift gives the same zero."""
+    if conversion is None or conversion.shift is None or dst_type not in _INT_RANGES:
+        return 0
+    shifts = conversion.shift if type(conversion.shift) is tuple else (conversion.shift,)
+    wide = src_type is not None and _dtypes.compute_type(src_type) == "float64"
+    zeros = {_quantized(value, wide, *_INT_RANGES[dst_type]) for value in shifts}
+    return zeros.pop() if len(zeros) == 1 else 0
+
+
+def _quantized(value: float, wide: bool, lo: int, hi: int) -> int:
+    """saturate(rint(value)) in the compute type (float32 unless ``wide``); NaN -> 0."""
+    import numpy as np    # (numpy is loaded: an array was read)
+
+    v = float(np.float64(value) if wide else np.float32(value))
+    if v != v:
+        return 0
+    return int(min(max(round(v), lo), hi))    # (round: half to even, as rint)
+
+
+def _padding_piece(blocked: Layout, spec: BlockedFormat, c: int) -> Layout:
+    """The padding lanes of the last block, ``(N, x - C % x, H, W)`` of the physical layout."""
+    by_block = blocked.permute(_blocked_axes(spec))          # (N, blocks, x, H, W)
+    return by_block[:, c // spec.block, c % spec.block:]
+
+
+def _sub_byte(dtype: Any) -> _dtypes.SubByteType | None:
+    """The 4-bit type a dtype argument names (``"int4"``, ``"uint4"``, ml_dtypes' int4 /
+    uint4 types or dtypes, torch's placeholders of the same name), or None."""
+    if isinstance(dtype, str):
+        name: Any = dtype
+    elif type(dtype).__module__ == "torch":
+        name = str(dtype).removeprefix("torch.")
+    else:
+        name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None)
+    return _dtypes.SUB_BYTE.get(name) if isinstance(name, str) else None
+
+
+def _check_host_4bit(record: MemoryRecord, x: Any, name: str) -> None:
+    if not record.in_host_memory:
+        raise ValueError(f"{name} is on {device_name(x, record)}: 4-bit elements are packed "
+                         f"and unpacked on the CPU only; copy {name} to the host first")
+
+
+def _to_blocked_4bit(x: Any, record: MemoryRecord, spec: BlockedFormat,
+                     sub: _dtypes.SubByteType, params: Conversion,
+                     num_threads: int | None) -> Any:
+    """to_blocked into 4-bit elements: a uint8 container of the physical shape with its
+    innermost dimension (the block) halved, every byte two channels, low nibble first."""
+    _check_host_4bit(record, x, "x")
+    n, c, h, w = record.layout.sizes
+    if spec.block % 2:
+        raise ValueError(f"fmt {spec.name!r} has blocks of {spec.block} channels: with 4-bit "
+                         f"elements a block of an odd number of channels is not whole bytes "
+                         f"(two pixels would share one); use an even block such as NCHW64")
+    src_type = _engine_type(record, x, "x")
+    _dtypes.check_pair(sub.carrier, src_type, params.affine)
+    physical = spec.physical_shape((n, c, h, w))
+    out = _allocate(x, record, Layout(physical[:-1] + (physical[-1] // 2,)),
+                    order=tuple(range(5)), zero=False,
+                    blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
+                    dtype=record.adapter.resolve_dtype("uint8")[1])
+    out_record = describe(out)
+    nibbles = Layout(physical)           # the container's elements, counted in nibbles
+    scale, shift, strides, length = _channel_params(params, (n, c, h, w), 1)
+    channels = _channel_pieces(record.layout, nibbles, spec)
+    dst_base = out_record.adapter.pinned(out_record, "out")
+    src_base = record.adapter.pinned(record, "x")
+    for k, (logical, blocked) in enumerate(_blocked_pieces(record.layout, nibbles, spec)):
+        check_view(logical, record)
+        first = channels[k].offset
+        _convert.convert_memory(
+            dst_base, src_base + logical.offset * record.layout.itemsize, logical.sizes,
+            blocked.strides, logical.strides, sub.name, src_type,
+            scale[first:] if type(scale) is tuple else scale,
+            shift[first:] if type(shift) is tuple else shift,
+            channels[k].strides if strides is not None else None,
+            length - first if strides is not None else 1,
+            num_threads=num_threads, dst_first=blocked.offset)
+    if c % spec.block and n * h * w:
+        _fill_nibbles(dst_base, _padding_piece(nibbles, spec, c), sub,
+                      _padding_zero(params, sub.name, src_type))
+    out_record.adapter.written(out_record)
+    return record.adapter.hand_over(x, record, out, out_record.layout)
+
+
+def _fill_nibbles(base: int, layout: Layout, sub: _dtypes.SubByteType, value: int) -> None:
+    """Write ``value`` into every 4-bit element of ``layout`` (nibbles from ``base``)."""
+    import numpy as np
+
+    one = np.array([value], dtype=sub.carrier)
+    _convert.convert_memory(base, one.ctypes.data, layout.sizes, layout.strides,
+                            (0,) * layout.ndim, sub.name, sub.carrier, num_threads=1,
+                            dst_first=layout.offset)
+
+
+def _engine_type(record: MemoryRecord, x: Any, name: str) -> str:
+    engine_name = type_name(record)
+    if engine_name is None:
+        raise TypeError(f"{name} has dtype {record.adapter.dtype_name(x, record)}, which "
+                        f"strided does not convert")
+    return engine_name
+
+
+def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
+                       sub: _dtypes.SubByteType, channels: int, dtype: Any,
+                       params: Conversion, num_threads: int | None) -> Any:
+    """from_blocked of a uint8 container of 4-bit elements (see :func:`_to_blocked_4bit`)."""
+    _check_host_4bit(record, y, "y")
+    if _engine_type(record, y, "y") != "uint8":
+        raise TypeError(f"y has dtype {record.adapter.dtype_name(y, record)}: a container of "
+                        f"4-bit elements (src_dtype={sub.name!r}) is a uint8 array of the "
+                        f"packed bytes")
+    layout = record.layout
+    half = spec.block // 2
+    if spec.block % 2 or layout.ndim != 5 or layout.sizes[4] != half:
+        raise ValueError(f"y has shape {layout.sizes}, but {spec.name!r} of 4-bit elements is "
+                         f"a uint8 container of rank 5 whose last dimension holds the block "
+                         f"of {spec.block} channels in {spec.block / 2:g} bytes")
+    if half > 1 and layout.strides[4] != 1:
+        raise ValueError(f"y's last dimension has stride {layout.strides[4]} bytes: the bytes "
+                         f"of a block of 4-bit channels must be contiguous (stride 1)")
+    nibbles = Layout(layout.sizes[:4] + (spec.block,),
+                     tuple(2 * s for s in layout.strides[:4]) + (1,))
+    sizes = _unblocked_sizes(nibbles, spec, channels)
+    new_dtype = record.adapter.resolve_dtype(sub.carrier if dtype is None else dtype)[1]
+    out = _allocate(y, record, Layout(sizes, itemsize=new_dtype.itemsize),
+                    order=tuple(range(4)), zero=False, blame=f"channels={channels!r}",
+                    dtype=new_dtype)
+    out_record = describe(out)
+    dst_type = _engine_type(out_record, out, "out")
+    _dtypes.check_pair(dst_type, sub.carrier, params.affine)
+    scale, shift, strides, length = _channel_params(params, sizes, 1)
+    pieces = _blocked_pieces(out_record.layout, nibbles, spec)
+    channel_pieces = _channel_pieces(out_record.layout, nibbles, spec)
+    dst_base = out_record.adapter.pinned(out_record, "out")
+    src_base = record.adapter.pinned(record, "y")
+    for k, (logical, blocked) in enumerate(pieces):
+        first = channel_pieces[k].offset
+        _convert.convert_memory(
+            dst_base + logical.offset * out_record.layout.itemsize, src_base, logical.sizes,
+            logical.strides, blocked.strides, dst_type, sub.name,
+            scale[first:] if type(scale) is tuple else scale,
+            shift[first:] if type(shift) is tuple else shift,
+            channel_pieces[k].strides if strides is not None else None,
+            length - first if strides is not None else 1,
+            num_threads=num_threads, src_first=blocked.offset)
+    out_record.adapter.written(out_record)
+    return record.adapter.hand_over(y, record, out, out_record.layout)
