@@ -994,13 +994,35 @@ cdef void _convert_box(const _Nibbles* N, char* dst, const int64_t* dstr, const 
     Q.run(&Q, dst, src, 0, Q.items, tile)
 
 
+cdef int64_t _box_at(const _Nibbles* N, int64_t item, int64_t* bsz, int64_t* doff,
+                     int64_t* soff, int64_t* poff) noexcept nogil:
+    """Box ``item``: its sizes (dims split..nd-1), the element offsets of its first element
+    in each operand and the parameters; returns its number of elements."""
+    cdef int64_t rest = item // N.ranges, r0 = (item % N.ranges) * N.rows, idx, count = 1
+    cdef int i
+    doff[0] = r0 * N.dstr[N.split]
+    soff[0] = r0 * N.sstr[N.split]
+    poff[0] = r0 * N.pstr[N.split]
+    for i in range(N.split - 1, -1, -1):
+        idx = rest % N.sizes[i]
+        rest = rest // N.sizes[i]
+        doff[0] += idx * N.dstr[i]
+        soff[0] += idx * N.sstr[i]
+        poff[0] += idx * N.pstr[i]
+    for i in range(N.nd - N.split):
+        bsz[i] = N.sizes[N.split + i]
+        count *= bsz[i]
+    count = count // bsz[0] * min(N.rows, bsz[0] - r0)
+    bsz[0] = min(N.rows, bsz[0] - r0)
+    return count
+
+
 cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t lo, int64_t hi,
                          char* scratch) noexcept nogil:
     """The 4-bit route's blocks_fn: boxes lo..hi-1."""
     cdef const _Nibbles* N = <const _Nibbles*>plan
     cdef int64_t bsz[MAX_NDIM]
-    cdef int64_t item, rest, r0, idx, doff, soff, poff, count, at
-    cdef int i, nb = N.nd - N.split
+    cdef int64_t item, doff, soff, poff, count, at
     cdef char* sbox = scratch
     cdef char* dbox = scratch + _align64(N.box)
     cdef char* tile = dbox + _align64(N.box)
@@ -1010,23 +1032,7 @@ cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t
     cdef const int64_t* ds
     cdef const int64_t* ss
     for item in range(lo, hi):
-        rest = item // N.ranges
-        r0 = (item % N.ranges) * N.rows
-        doff = r0 * N.dstr[N.split]
-        soff = r0 * N.sstr[N.split]
-        poff = r0 * N.pstr[N.split]
-        for i in range(N.split - 1, -1, -1):
-            idx = rest % N.sizes[i]
-            rest = rest // N.sizes[i]
-            doff += idx * N.dstr[i]
-            soff += idx * N.sstr[i]
-            poff += idx * N.pstr[i]
-        count = 1
-        for i in range(nb):
-            bsz[i] = N.sizes[N.split + i]
-            if i == 0:
-                bsz[0] = min(N.rows, bsz[0] - r0)
-            count *= bsz[i]
+        count = _box_at(N, item, bsz, &doff, &soff, &poff)
         # the source: unpacked into the carrier box, or read where it is
         if N.src_sign >= 0:
             at = N.sbase + soff
@@ -1097,7 +1103,7 @@ cdef void _plan_nibbles(_Nibbles* N, int nd, const int64_t* sz, const int64_t* d
     target = max(<int64_t>2, N.T.nibble_box_bytes)
     inner = 1
     N.split = N.nd - 1
-    while N.split > 0 and inner * N.sizes[N.split] <= target // 2:
+    while N.split > 0 and inner * N.sizes[N.split] <= target:
         inner *= N.sizes[N.split]
         N.split -= 1
     N.rows = max(<int64_t>1, min(N.sizes[N.split], target // inner))
@@ -1115,6 +1121,84 @@ cdef void _plan_nibbles(_Nibbles* N, int nd, const int64_t* sz, const int64_t* d
         N.P.items *= N.sizes[k]
 
 
+cdef void _setup_nibbles(_Nibbles* N, const Tuning* T, int dst_code, int dst_bits,
+                         int64_t dbase, int src_code, int src_bits, int64_t sbase,
+                         const Params* params) noexcept nogil:
+    """The pair of carriers, its parameters, how each 4-bit side is packed or unpacked."""
+    N.T = T
+    N.P.stype, N.P.dtype, N.P.mode, N.P.ct = src_code, dst_code, params.mode, params.ct
+    N.P.dsz = st_type_size[dst_code]
+    N.P.ssz = st_type_size[src_code]
+    N.P.fused = st_cvt_fused(src_code, dst_code, params.mode, simd_level())
+    N.P.scale = params.values
+    N.P.shift = params.values + params.length * params.ct
+    N.dst_how = -1
+    if dst_bits == 4:
+        N.dst_how = ST_NIB_WRAP if params.mode == ST_CVT_PLAIN else (
+            ST_NIB_SAT_I4 if dst_code == ST_I8 else ST_NIB_SAT_U4)
+    N.src_sign = (1 if src_code == ST_I8 else 0) if src_bits == 4 else -1
+    N.dbase, N.sbase = dbase, sbase
+
+
+cdef int64_t _nibble_run(_Nibbles* N, int64_t count) noexcept nogil:
+    """What the run needs (the plan's boxes made): the team's share of the work; returns each
+    thread's scratch: two carrier boxes, the box plan's tile and parameter period."""
+    N.tile_bytes = _align64(max(N.T.convert_tile_bytes, N.T.convert_tiled_bytes,
+                                16 * N.T.convert_tile_columns * max(N.P.dsz, N.P.ssz)))
+    N.period_items = N.T.convert_period_items
+    N.P.nbytes = count * (N.P.dsz + N.P.ssz)
+    plan_run(&N.P, N.T)
+    return _align64(2 * _align64(N.box) + N.tile_bytes + 2 * N.period_items * N.P.ct)
+
+
+cdef int64_t _nibble_threads(const _Nibbles* N, int nthreads) noexcept nogil:
+    """The most threads the boxes run on: one when the work is small, or when boxes of a 4-bit
+    destination that is not byte-addressable may share a byte (then they run in order)."""
+    if N.P.keeps_gil or (N.dst_how >= 0
+                         and not _byte_addressable(N.nd, N.sizes, N.dstr, N.dbase)):
+        return 1
+    return min(<int64_t>(nthreads if nthreads > 0 else default_threads()), N.P.most)
+
+
+def _nibble_boxes(sizes, dst_strides, src_strides, dst_first=0, src_first=0,
+                  dst_type="int4", src_type="float32", num_threads=None):
+    """For tests: how the 4-bit route cuts a conversion (no memory is touched): ``(threads,
+    boxes)``, each box the sorted element offsets of the destination it writes (nibbles for
+    a 4-bit destination)."""
+    cdef _Nibbles N
+    cdef Tuning T = tuning_now()
+    cdef Params params
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t par[MAX_NDIM]
+    cdef int64_t bsz[MAX_NDIM]
+    cdef int64_t count, item, doff, soff, poff
+    cdef int nd, i
+    dst_bits, dst_carrier = _carrier(dst_type)
+    src_bits, src_carrier = _carrier(src_type)
+    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
+    load_strides(src_strides, "src_strides", src, nd)
+    for i in range(nd):
+        par[i] = 0
+    if c_size(nd, sz, &count) or count == 0:
+        return 0, []
+    params.mode, params.ct, params.length, params.values = ST_CVT_PLAIN, 4, 1, NULL
+    _setup_nibbles(&N, &T, _CODES[dst_carrier], dst_bits, dst_first, _CODES[src_carrier],
+                   src_bits, src_first, &params)
+    _plan_nibbles(&N, nd, sz, dst, src, par)
+    _nibble_run(&N, count)
+    boxes = []
+    for item in range(N.P.items):
+        _box_at(&N, item, bsz, &doff, &soff, &poff)
+        offsets = [dst_first + doff]
+        for i in range(N.nd - N.split - 1, -1, -1):
+            step = N.dstr[N.split + i]
+            offsets = [o + k * step for k in range(bsz[i]) for o in offsets]
+        boxes.append(sorted(offsets))
+    return int(_nibble_threads(&N, copy_threads(num_threads))), boxes
+
+
 cdef int convert_nibbles(char* dptr, int64_t dbase, int dst_code, int dst_bits,
                          const char* sptr, int64_t sbase, int src_code, int src_bits, int nd,
                          const int64_t* sizes, const int64_t* dst_strides,
@@ -1128,33 +1212,17 @@ cdef int convert_nibbles(char* dptr, int64_t dbase, int dst_code, int dst_bits,
     cdef _Nibbles N
     cdef Tuning T = tuning_now()
     cdef int64_t plo, phi, lo, hi, slo, shi, dlo, dhi, most, scratch_bytes
-    cdef int64_t sz[MAX_NDIM]
     cdef char* scratch = NULL
     cdef char* staged = NULL
-    cdef int i
     if c_span(nd, sizes, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= params.length)):
         raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
                          f"{params.length} given")
     if count == 0:
         return 0
-    N.T = &T
-    N.P.stype, N.P.dtype, N.P.mode, N.P.ct = src_code, dst_code, params.mode, params.ct
-    N.P.dsz = st_type_size[dst_code]
-    N.P.ssz = st_type_size[src_code]
-    N.P.fused = st_cvt_fused(src_code, dst_code, params.mode, simd_level())
-    N.P.scale = params.values
-    N.P.shift = params.values + params.length * params.ct
-    N.dst_how = -1
-    if dst_bits == 4:
-        N.dst_how = ST_NIB_WRAP if params.mode == ST_CVT_PLAIN else (
-            ST_NIB_SAT_I4 if dst_code == ST_I8 else ST_NIB_SAT_U4)
-    N.src_sign = (1 if src_code == ST_I8 else 0) if src_bits == 4 else -1
-    N.dbase, N.sbase = dbase, sbase
+    _setup_nibbles(&N, &T, dst_code, dst_bits, dbase, src_code, src_bits, sbase, params)
     # the byte ranges of both sides: a source sharing one with the destination is staged
-    for i in range(nd):
-        sz[i] = sizes[i]
-    c_span(nd, sz, src_strides, 0, &slo, &shi)
-    c_span(nd, sz, dst_strides, 0, &dlo, &dhi)
+    c_span(nd, sizes, src_strides, 0, &slo, &shi)
+    c_span(nd, sizes, dst_strides, 0, &dlo, &dhi)
     if src_bits == 4:
         lo, hi = (sbase + slo) >> 1, (sbase + shi) >> 1
     else:
@@ -1170,18 +1238,9 @@ cdef int convert_nibbles(char* dptr, int64_t dbase, int dst_code, int dst_bits,
         memcpy(staged, sptr + lo, <size_t>(hi - lo + 1))
         sptr = staged - lo
     try:
-        _plan_nibbles(&N, nd, sz, dst_strides, src_strides, par)
-        N.tile_bytes = _align64(max(T.convert_tile_bytes, T.convert_tiled_bytes,
-                                    16 * T.convert_tile_columns * max(N.P.dsz, N.P.ssz)))
-        N.period_items = T.convert_period_items
-        scratch_bytes = _align64(2 * _align64(N.box) + N.tile_bytes
-                                 + 2 * N.period_items * N.P.ct)
-        N.P.nbytes = count * (N.P.dsz + N.P.ssz)
-        plan_run(&N.P, &T)
-        most = 1 if N.P.keeps_gil else min(
-            <int64_t>(nthreads if nthreads > 0 else default_threads()), N.P.most)
-        if dst_bits == 4 and not _byte_addressable(N.nd, N.sizes, N.dstr, dbase):
-            most = 1    # boxes may share a byte: one thread, in order
+        _plan_nibbles(&N, nd, sizes, dst_strides, src_strides, par)
+        scratch_bytes = _nibble_run(&N, count)
+        most = _nibble_threads(&N, nthreads)
         scratch = <char*>PyMem_RawMalloc(<size_t>(most * scratch_bytes))
         if scratch == NULL:
             raise MemoryError("no memory for the 4-bit conversion's boxes; nothing was written")

@@ -1107,7 +1107,7 @@ def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
         raise ValueError(f"y has shape {layout.sizes}, but {spec.name!r} of 4-bit elements is "
                          f"a uint8 container of rank 5 whose last dimension holds the block "
                          f"of {spec.block} channels in {spec.block / 2:g} bytes")
-    if half > 1 and layout.strides[4] != 1:
+    if half > 1 and layout.size and layout.strides[4] != 1:
         raise ValueError(f"y's last dimension has stride {layout.strides[4]} bytes: the bytes "
                          f"of a block of 4-bit channels must be contiguous (stride 1)")
     nibbles = Layout(layout.sizes[:4] + (spec.block,),
