@@ -25,6 +25,7 @@ from strided.layout import Layout, buffer_size, offset_of
 
 if TYPE_CHECKING:
     from strided import interop
+    from strided.bits import pack_bits, unpack_bits
     from strided.copy import copyto, from_blocked, relayout, to_blocked
     from strided.interop import layout_of, view
 
@@ -44,9 +45,11 @@ __all__ = [
     "layout_of",
     "offset_of",
     "openmp_enabled",
+    "pack_bits",
     "packed_strides",
     "relayout",
     "to_blocked",
+    "unpack_bits",
     "view",
 ]
 
@@ -54,7 +57,8 @@ __all__ = [
 # core. So they are loaded on first use (PEP 562), and `import strided` stays light.
 _LAZY_INTEROP = {"interop", "layout_of", "view"}
 _LAZY_COPY = {"copyto", "relayout", "to_blocked", "from_blocked"}
-_LAZY = _LAZY_INTEROP | _LAZY_COPY
+_LAZY_BITS = {"pack_bits", "unpack_bits"}
+_LAZY = _LAZY_INTEROP | _LAZY_COPY | _LAZY_BITS
 
 
 def __getattr__(name: str) -> Any:
@@ -69,6 +73,11 @@ def __getattr__(name: str) -> Any:
 
         # Bind all four here: `st.copyto` then costs a plain attribute read per call.
         globals().update({lazy: getattr(strided.copy, lazy) for lazy in _LAZY_COPY})
+        return globals()[name]
+    if name in _LAZY_BITS:
+        import strided.bits
+
+        globals().update({lazy: getattr(strided.bits, lazy) for lazy in _LAZY_BITS})
         return globals()[name]
     raise AttributeError(f"module 'strided' has no attribute {name!r}")
 

@@ -20,7 +20,19 @@ def convert_memory(
     param_strides: Sequence[SupportsIndex] | None = None,
     param_length: SupportsIndex = 1,
     num_threads: int | None = None,
+    dst_first: SupportsIndex = 0,
+    src_first: SupportsIndex = 0,
 ) -> None: ...
+def _nibble_boxes(
+    sizes: Sequence[SupportsIndex],
+    dst_strides: Sequence[SupportsIndex],
+    src_strides: Sequence[SupportsIndex],
+    dst_first: int = 0,
+    src_first: int = 0,
+    dst_type: str = "int4",
+    src_type: str = "float32",
+    num_threads: int | None = None,
+) -> tuple[int, list[list[int]]]: ...
 
 CASTINGS: tuple[str, ...]
 

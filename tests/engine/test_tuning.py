@@ -24,6 +24,7 @@ KNOBS = {
     "nt_stitch_bytes", "shift_buffer_bytes", "convert_tile_bytes", "convert_tiled_bytes",
     "convert_tile_columns", "convert_period_items", "convert_planes", "convert_tiled",
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
+    "nibble_box_bytes",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -34,7 +35,7 @@ EXTREME = {
     "nt_run_bytes": 64, "nt_stitch_bytes": 64, "shift_buffer_bytes": 64,
     "convert_tile_bytes": 4096, "convert_tiled_bytes": 4096, "convert_tile_columns": 16,
     "convert_period_items": 5, "convert_planes": False, "convert_tiled": False,
-    "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64,
+    "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64, "nibble_box_bytes": 2,
 }
 
 
@@ -71,8 +72,9 @@ def test_knobs_are_clamped_to_what_the_kernels_can_run():
         _copy._tune(staged=7, convert_last=-9, convert_chunked=3, convert_planes=5,
                     chunks_per_thread=-4, convert_tile_bytes=1, convert_tiled_bytes=1 << 40,
                     tile_row_bytes=1, shift_buffer_bytes=0, nt_run_bytes=1 << 40,
-                    stage_bytes=1 << 40)
+                    stage_bytes=1 << 40, nibble_box_bytes=-5)
         now = _copy._tune()
+        assert now["nibble_box_bytes"] == 2    # a 4-bit box holds an element pair at least
         assert (now["staged"], now["convert_last"], now["convert_chunked"]) == (1, -1, 1)
         assert now["convert_planes"] == 1 and now["chunks_per_thread"] == 0
         assert now["convert_tile_bytes"] == 4096 and now["convert_tiled_bytes"] == 1 << 22
