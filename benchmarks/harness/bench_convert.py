@@ -15,6 +15,9 @@ few **configs** (sizes, formats, dtypes):
    saturated, and back to float32 (``y*s - z*s``), a preallocated ``copyto`` between the
    (N, C/x, x, H, W) views (``to_blocked`` / ``from_blocked`` timed alongside).
 4. ``half``: NCHW float32 (64 MiB) -> NHWC float16 and bfloat16.
+5. ``quantize4``: NCHW float32 (8, 128, 64, 64) -> int4 NCHW64 (``to_blocked(x, "NCHW64",
+   dtype="int4")``, packed two a byte, low nibble first) and back (``from_blocked(...,
+   src_dtype="int4")``); the floor is strided's own int8 NCHW32 of the same tensor.
 
 Every contender writes the same logical result. Before anything is timed, at every thread
 count, each contender runs once (the warm-up) and its result is compared with the **reference**,
@@ -586,6 +589,143 @@ def _make_quantize(spec: tuple[str, tuple[int, int, int, int], int, bool],
     return Config(label, nbytes, reference, contenders, src, targets, call)
 
 
+# ---- case 5: NCHW f32 <-> int4 NCHW64 --------------------------------------------------------
+
+
+def _quantize4_sizes(quick: bool) -> list[tuple[str, tuple[int, int, int, int], bool]]:
+    """(label, NCHW shape, to the blocked format (else back from it))."""
+    shape = (2, 128, 8, 8) if quick else (8, 128, 64, 64)
+    return [("->NCHW64", shape, True), ("<-NCHW64", shape, False)]
+
+
+def _pack_pairs(q: np.ndarray, out: np.ndarray) -> None:
+    """numpy's packing of int8 values in [-8, 7] along the last axis, low nibble first."""
+    np.bitwise_and(q[..., 0::2], 15, out=out.view(np.int8))
+    out |= (q[..., 1::2].view(np.uint8) << 4)
+
+
+def _make_quantize4(spec: tuple[str, tuple[int, int, int, int], bool],
+                    libs: Libraries) -> Config:
+    """float32 NCHW -> int4 NCHW64 (``to_blocked(x, "NCHW64", dtype="int4", ...)``) and back
+    (``from_blocked(..., src_dtype="int4")``); the floor is strided's own int8 NCHW32 of the
+    same tensor, the same element count: strided / floor is the ratio of element rates."""
+    label, (n, ch, h, w), to = spec
+    b = 64
+    split = (n, ch // b, b, h, w)
+    s = np.float32(QUANT_SCALE / 16)       # 4 bits: a finer grid around 0, saturating at 8
+    inv_s = np.float32(1.0 / s)
+    z = np.float32(0)
+    rng = _rng(6)
+    x = (rng.standard_normal((n, ch, h, w), dtype=np.float32) * np.float32(0.05))
+    t = x * inv_s
+    t += z
+    q = np.clip(np.rint(t), -8, 7).astype(np.int8)
+    q_blocked = np.ascontiguousarray(q.reshape(split).transpose(0, 1, 3, 4, 2))
+    packed = np.empty(q_blocked.shape[:-1] + (b // 2,), np.uint8)
+    _pack_pairs(q_blocked, packed)
+    shift_back = np.float32(-z * s)
+    if to:
+        reference, src = packed, x
+        nbytes = x.nbytes + packed.nbytes
+        call = (f"strided.to_blocked(x, 'NCHW64', dtype='int4', scale={float(inv_s)!r}, "
+                f"shift={float(z)!r})")
+        targets = (Target("peer", 10.0), Target("floor", 0.9))
+    else:
+        reference = q.astype(np.float32) * s
+        reference += shift_back
+        src = packed
+        nbytes = packed.nbytes + x.nbytes
+        call = (f"strided.from_blocked(y, 'NCHW64', channels={ch}, src_dtype='int4', "
+                f"dtype=np.float32, scale={float(s)!r}, shift={float(shift_back)!r})")
+        targets = (Target("peer", 5.0),)
+    q8 = np.ascontiguousarray(np.clip(np.rint(t), -128, 127).astype(np.int8)
+                              .reshape(n, ch // 32, 32, h, w).transpose(0, 1, 3, 4, 2))
+
+    def contenders(threads: int) -> dict[str, Contender]:
+        c: dict[str, Contender] = {}
+        st, torch = libs.strided, libs.torch
+        if to:
+            if st is not None:
+                c["strided"] = Contender(
+                    lambda: st.to_blocked(x, "NCHW64", dtype="int4", scale=inv_s, shift=z,
+                                          num_threads=threads), "strided", np.asarray)
+                c["st int8 NCHW32"] = Contender(
+                    lambda: st.to_blocked(x, "NCHW32", dtype=np.int8, scale=inv_s, shift=z,
+                                          num_threads=threads), "floor")
+            tmp = np.empty_like(x)
+            q_np = np.empty(q_blocked.shape, np.int8)
+            q_np_v = q_np.transpose(0, 1, 4, 2, 3)
+            out_np = np.empty(packed.shape, np.uint8)
+
+            def numpy_chain() -> None:
+                np.multiply(x, inv_s, out=tmp)
+                np.add(tmp, z, out=tmp)
+                np.rint(tmp, out=tmp)
+                np.clip(tmp, -8, 7, out=tmp)
+                np.copyto(q_np_v, tmp.reshape(split), casting="unsafe")
+                _pack_pairs(q_np, out_np)
+
+            c["numpy"] = Contender(numpy_chain, "peer", lambda _: out_np, out_np)
+            if torch is not None:
+                tx = torch.from_numpy(x)
+                ttmp = torch.empty(x.shape, dtype=torch.float32)
+                tq = torch.empty(q_blocked.shape, dtype=torch.int8)
+                tq_v = tq.permute(0, 1, 4, 2, 3)
+                out_t = np.empty(packed.shape, np.uint8)
+                tout = torch.from_numpy(out_t.view(np.int8))
+                tinv, tz = float(inv_s), float(z)
+
+                def torch_ops() -> None:
+                    torch.mul(tx, tinv, out=ttmp)
+                    ttmp.add_(tz).round_().clamp_(-8, 7)
+                    tq_v.copy_(ttmp.view(split))
+                    torch.bitwise_and(tq[..., 0::2], 15, out=tout)
+                    tout.bitwise_or_(tq[..., 1::2] << 4)
+
+                c["torch ops"] = Contender(torch_ops, "peer", lambda _: out_t, out_t)
+        else:
+            if st is not None:
+                c["strided"] = Contender(
+                    lambda: st.from_blocked(packed, "NCHW64", channels=ch, src_dtype="int4",
+                                            dtype=np.float32, scale=s, shift=shift_back,
+                                            num_threads=threads), "strided", np.asarray)
+                c["st int8 NCHW32"] = Contender(
+                    lambda: st.from_blocked(q8, "NCHW32", channels=ch, dtype=np.float32,
+                                            scale=s, shift=shift_back, num_threads=threads),
+                    "floor")
+            vals = np.empty(q_blocked.shape, np.int8)
+            out_np = np.empty((n, ch, h, w), np.float32)
+            out_v = out_np.reshape(split)
+            pk = packed.view(np.int8)
+
+            def numpy_chain() -> None:
+                np.left_shift(pk, 4, out=vals[..., 0::2])    # low nibble, sign-extended
+                np.right_shift(vals[..., 0::2], 4, out=vals[..., 0::2])
+                np.right_shift(pk, 4, out=vals[..., 1::2])   # high nibble (arithmetic)
+                np.multiply(vals.transpose(0, 1, 4, 2, 3), s, out=out_v)
+                np.add(out_np, shift_back, out=out_np)
+
+            c["numpy"] = Contender(numpy_chain, "peer", lambda _: out_np, out_np)
+            if torch is not None:
+                tp = torch.from_numpy(pk)
+                tvals = torch.empty(q_blocked.shape, dtype=torch.int8)
+                out_t = np.empty((n, ch, h, w), np.float32)
+                tout = torch.from_numpy(out_t)
+                tout_v = tout.view(split)
+                ts, tsh = float(s), float(shift_back)
+
+                def torch_ops() -> None:
+                    tvals[..., 0::2] = (tp << 4) >> 4
+                    tvals[..., 1::2] = tp >> 4
+                    tout_v.copy_(tvals.permute(0, 1, 4, 2, 3))
+                    tout.mul_(ts).add_(tsh)
+
+                c["torch ops"] = Contender(torch_ops, "peer", lambda _: out_t, out_t)
+        return c
+
+    return Config(label, nbytes, reference, contenders, src, targets, call)
+
+
 # ---- case 4: NCHW f32 -> NHWC f16 / bf16 -----------------------------------------------------
 
 
@@ -693,6 +833,11 @@ CASES: tuple[Case, ...] = (
           ("torch .to", "peer"), ("torch copy_", "peer"), ("cast np", "floor"),
           ("cast st", "floor"), ("memcpy", "memcpy")),
          _half_sizes, _make_half),
+    Case("quantize4", "5. NCHW float32 -> int4 NCHW64, rint(x/s) saturated to [-8, 7], packed "
+                      "low nibble first, and back (y*s); floor: strided's int8 NCHW32",
+         (("strided", "strided"), ("numpy", "peer"), ("torch ops", "peer"),
+          ("st int8 NCHW32", "floor")),
+         _quantize4_sizes, _make_quantize4),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
 

@@ -890,6 +890,10 @@ cdef extern from "_kernels/nibbles.h":
                     int sign) noexcept nogil
     char st_nib_get(const unsigned char* base, int64_t at, int sign) noexcept nogil
     void st_nib_put(unsigned char* base, int64_t at, const char* value, int how) noexcept nogil
+    void st_pack4_rows(unsigned char* d, const char* even, const char* odd, Py_ssize_t n,
+                       int how) noexcept nogil
+    void st_unpack4_rows(char* even, char* odd, const unsigned char* s, Py_ssize_t n,
+                         int sign) noexcept nogil
 
 
 ctypedef struct _Nibbles:
@@ -905,6 +909,7 @@ ctypedef struct _Nibbles:
     int src_sign            # a 4-bit source: 1 int4, 0 uint4; else -1
     bint dst_dense          # the 4-bit side's box is one run of nibbles, in the box's order
     bint src_dense
+    bint planes             # the box is planes <-> dense pixel blocks (_planes_route)
     int64_t dbase, sbase    # nibble offset of element 0 from the address (4-bit sides)
     int64_t sizes[MAX_NDIM]
     int64_t dstr[MAX_NDIM]
@@ -1017,6 +1022,68 @@ cdef int64_t _box_at(const _Nibbles* N, int64_t item, int64_t* bsz, int64_t* dof
     return count
 
 
+cdef bint _planes_route(const _Nibbles* N) noexcept nogil:
+    """Whether every box is planes of the byte-sized side <-> dense pixel blocks of the 4-bit
+    side: the 4-bit side one run of whole bytes in the box's order, its unit dim (the last,
+    whole in a box, of even size: the channels of NCHW64) a plane stride apart on the other
+    side, whose other box dims make one contiguous run (a plane's pixels), with no parameters
+    along them. Then a box converts plane rows with the fused row kernels, packs (or unpacks)
+    pairs of planes into bytes and transposes the bytes with the copy engine's kernels."""
+    cdef int u = N.nd - 1, k
+    cdef const int64_t* four
+    cdef const int64_t* other
+    cdef int64_t base
+    if N.split >= u or N.sizes[u] % 2:
+        return False
+    if N.dst_how >= 0 and N.src_sign < 0 and N.dst_dense:
+        four, other, base = N.dstr, N.sstr, N.dbase
+    elif N.src_sign >= 0 and N.dst_how < 0 and N.src_dense:
+        four, other, base = N.sstr, N.dstr, N.sbase
+    else:
+        return False
+    if base & 1 or other[u - 1] != 1:
+        return False
+    for k in range(u):
+        if four[k] & 1 or N.pstr[k] != 0 or four[k] < 0:
+            return False
+        if N.split <= k < u - 1 and other[k] != other[k + 1] * N.sizes[k + 1]:
+            return False
+    return True
+
+
+cdef void _planes_box(const _Nibbles* N, char* dptr, const char* sptr, int64_t doff,
+                      int64_t soff, int64_t poff, int64_t count, char* pairs,
+                      char* planes) noexcept nogil:
+    """One box of the planes route (_planes_route): U planes of P pixels, ``planes`` their
+    carriers, ``pairs`` the U/2 rows of packed bytes."""
+    cdef st_cvt_op op
+    cdef int u = N.nd - 1
+    cdef int64_t U = N.sizes[u], P = count // N.sizes[u], c, k
+    cdef const char* scale
+    cdef const char* shift
+    op.stype, op.dtype, op.mode, op.fused = N.P.stype, N.P.dtype, N.P.mode, N.P.fused
+    if N.dst_how >= 0:
+        for c in range(U):
+            scale = N.P.scale + (poff + c * N.pstr[u]) * N.P.ct
+            shift = N.P.shift + (poff + c * N.pstr[u]) * N.P.ct
+            st_cvt_row(&op, planes + c * P, 1, sptr + (soff + c * N.sstr[u]) * N.P.ssz, 1, P,
+                       scale, shift, 0)
+        for k in range(U // 2):
+            st_pack4_rows(<unsigned char*>pairs + k * P, planes + 2 * k * P,
+                          planes + (2 * k + 1) * P, P, N.dst_how)
+        transpose_block(1, dptr + ((N.dbase + doff) >> 1), U // 2, pairs, P, P, U // 2)
+        return
+    transpose_block(1, pairs, P, sptr + ((N.sbase + soff) >> 1), U // 2, U // 2, P)
+    for k in range(U // 2):
+        st_unpack4_rows(planes + 2 * k * P, planes + (2 * k + 1) * P,
+                        <const unsigned char*>pairs + k * P, P, N.src_sign)
+    for c in range(U):
+        scale = N.P.scale + (poff + c * N.pstr[u]) * N.P.ct
+        shift = N.P.shift + (poff + c * N.pstr[u]) * N.P.ct
+        st_cvt_row(&op, dptr + (doff + c * N.dstr[u]) * N.P.dsz, 1, planes + c * P, 1, P,
+                   scale, shift, 0)
+
+
 cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t lo, int64_t hi,
                          char* scratch) noexcept nogil:
     """The 4-bit route's blocks_fn: boxes lo..hi-1."""
@@ -1033,6 +1100,9 @@ cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t
     cdef const int64_t* ss
     for item in range(lo, hi):
         count = _box_at(N, item, bsz, &doff, &soff, &poff)
+        if N.planes:
+            _planes_box(N, dptr, sptr, doff, soff, poff, count, sbox, dbox)
+            continue
         # the source: unpacked into the carrier box, or read where it is
         if N.src_sign >= 0:
             at = N.sbase + soff
@@ -1116,6 +1186,7 @@ cdef void _plan_nibbles(_Nibbles* N, int nd, const int64_t* sz, const int64_t* d
         N.bstr[k] = N.bstr[k + 1] * N.sizes[k + 1]
     N.dst_dense = N.dst_how >= 0 and N.dbase >= 0 and _box_dense(N, N.dstr)
     N.src_dense = N.src_sign >= 0 and _box_dense(N, N.sstr)
+    N.planes = _planes_route(N) and N.T.convert_planes
     N.P.items = N.ranges
     for k in range(N.split):
         N.P.items *= N.sizes[k]

@@ -143,4 +143,59 @@ ST_INLINE void st_nib_put(unsigned char *base, int64_t at, const char *value, in
     *b = (unsigned char)((at & 1) ? ((*b & 0x0Fu) | (nib << 4)) : ((*b & 0xF0u) | nib));
 }
 
+/* Rows of element pairs: byte p of d gets element p of row `even` in its low nibble and element
+ * p of row `odd` in its high nibble (two channel planes of a box in the source's order, before
+ * the bytes are transposed into pixels: NCHW -> NCHW64's pack). */
+static void st_pack4_rows(unsigned char *d, const char *even, const char *odd, st_idx n,
+                          int how)
+{
+    st_idx i = 0;
+#if ST_HAVE_SSE2
+    const __m128i low = _mm_set1_epi8(0x0F), high = _mm_set1_epi8((char)0xF0);
+    const __m128i flip = _mm_set1_epi8((char)0x80);
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(even + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(odd + i));
+        if (how == ST_NIB_SAT_I4) {
+            a = _mm_xor_si128(_mm_min_epu8(_mm_max_epu8(_mm_xor_si128(a, flip),
+                              _mm_set1_epi8(0x78)), _mm_set1_epi8((char)0x87)), flip);
+            b = _mm_xor_si128(_mm_min_epu8(_mm_max_epu8(_mm_xor_si128(b, flip),
+                              _mm_set1_epi8(0x78)), _mm_set1_epi8((char)0x87)), flip);
+        } else if (how == ST_NIB_SAT_U4) {
+            a = _mm_min_epu8(a, _mm_set1_epi8(15));
+            b = _mm_min_epu8(b, _mm_set1_epi8(15));
+        }
+        a = _mm_and_si128(a, low);
+        b = _mm_and_si128(_mm_slli_epi16(b, 4), high);
+        _mm_storeu_si128((__m128i *)(d + i), _mm_or_si128(a, b));
+    }
+#endif
+    for (; i < n; i++)
+        d[i] = (unsigned char)(st_nib_of(even + i, how) | (st_nib_of(odd + i, how) << 4));
+}
+
+/* The inverse: the low nibbles of s[0..n) into row `even`, the high ones into row `odd` */
+static void st_unpack4_rows(char *even, char *odd, const unsigned char *s, st_idx n, int sign)
+{
+    st_idx i = 0;
+#if ST_HAVE_SSE2
+    const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i a = _mm_and_si128(v, low);
+        __m128i b = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+        if (sign) {
+            a = _mm_sub_epi8(_mm_xor_si128(a, eight), eight);
+            b = _mm_sub_epi8(_mm_xor_si128(b, eight), eight);
+        }
+        _mm_storeu_si128((__m128i *)(even + i), a);
+        _mm_storeu_si128((__m128i *)(odd + i), b);
+    }
+#endif
+    for (; i < n; i++) {
+        even[i] = st_nib_value(s[i] & 15u, sign);
+        odd[i] = st_nib_value(s[i] >> 4, sign);
+    }
+}
+
 #endif
