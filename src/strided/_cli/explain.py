@@ -5,6 +5,10 @@ DirectML documentation draws it: an ``offset`` row and a ``value`` row, one colu
 offset, the logical elements named ``A, B, C, ...`` in row-major index order, ``x`` for an offset
 no element reaches, and ``A/D`` where several elements share an offset (broadcast, overlap).
 
+A layout of 4-bit elements (``Layout(..., bits=4)``) is drawn one column per *byte*, each
+showing the element in its low nibble, then ``|``, then the one in its high nibble (low nibble
+first: element ``2k`` is in bits 0-3 of byte ``k``, element ``2k + 1`` in bits 4-7).
+
 Every number shown comes from the public :class:`~strided.Layout` API (``offset_of``, ``span``,
 ``buffer_size``, the predicates); nothing here recomputes stride arithmetic of its own.
 
@@ -15,6 +19,11 @@ Examples
 offset  0 1 2 3 4 5 6 7 8 9
 value   A B C x x D E F x x
 offsets 8..9: trailing padding (stride 5 x size 2 = 10 offsets); the DirectML buffer ends at 7.
+>>> print(memory_map(Layout((2, 3), (4, 1), bits=4)))
+byte      0   1   2   3
+lo|hi   A|B C|x D|E F|x
+each byte: the element in its low nibble (bits 0-3) | the one in its high nibble (bits 4-7), low
+  nibble first.
 """
 
 from __future__ import annotations
@@ -54,6 +63,9 @@ MAX_MAP_ELEMENTS = 4096
 LINE_WIDTH = 100
 
 _GAP = "x"
+#: The note under the map of a layout of 4-bit elements.
+NIBBLE_NOTE = ("each byte: the element in its low nibble (bits 0-3) | the one in its high nibble "
+               "(bits 4-7), low nibble first.")
 
 
 def element_name(k: int) -> str:
@@ -122,6 +134,20 @@ def _label_line(layout: Layout) -> str:
             f"anywhere: {', '.join(labels)})")
 
 
+def _is_sub_byte(layout: Layout) -> bool:
+    return layout.bits < 8
+
+
+def _element_line(layout: Layout) -> str:
+    return (f"{layout.bits} bits, two per byte, low nibble first: element 2k in bits 0-3 of "
+            f"byte k, element 2k+1 in bits 4-7")
+
+
+def _byte_addressable_line(layout: Layout) -> str:
+    error = layout.byte_addressable_error()
+    return "yes" if error is None else f"no: {error}"
+
+
 def _buffer_line(layout: Layout) -> str:
     try:
         aligned, exact = layout.buffer_size(align=4), layout.buffer_size(align=1)
@@ -162,11 +188,19 @@ def properties(layout: Layout) -> list[tuple[str, str]]:
     --------
     >>> dict(properties(Layout((1, 3, 1, 5), (15, 1, 15, 3), itemsize=2)))["buffer size"]
     '32 bytes (DirectML, rounded up to 4); exact 30 bytes'
+    >>> rows = dict(properties(Layout((2, 3), (3, 1), bits=4)))
+    >>> rows["buffer size"], rows["byte-addressable"][:30]
+    ('4 bytes (DirectML, rounded up to 4); exact 3 bytes', 'no: stride 3 of dim 0 is odd: ')
     """
+    if _is_sub_byte(layout):
+        widths = [("element", _element_line(layout)),
+                  ("byte-addressable", _byte_addressable_line(layout))]
+    else:
+        widths = [("byte strides", f"{_tuple(layout.byte_strides)} (itemsize {layout.itemsize})")]
     return [
         ("sizes", _tuple(layout.sizes)),
         ("strides", f"{_tuple(layout.strides)} elements"),
-        ("byte strides", f"{_tuple(layout.byte_strides)} (itemsize {layout.itemsize})"),
+        *widths,
         ("offset", str(layout.offset)),
         ("label", _label_line(layout)),
         ("order", f"{_tuple(layout.order)} (physical order, outermost first)"),
@@ -244,16 +278,21 @@ def logical_grid(layout: Layout) -> str:
 def element_list(layout: Layout) -> str:
     """Each element's name, index and offset, for small layouts.
 
+    For 4-bit elements each offset is followed by its byte and nibble.
+
     Examples
     --------
     >>> print(element_list(Layout((2, 2), (0, 1))))
     A (0, 0) -> 0   B (0, 1) -> 1   C (1, 0) -> 0   D (1, 1) -> 1
+    >>> print(element_list(Layout((3,), offset=1, bits=4)))
+    A (0,) -> 1 (byte 0 hi)   B (1,) -> 2 (byte 1 lo)   C (2,) -> 3 (byte 1 hi)
     """
     if layout.size == 0 or layout.size > MAX_LISTED_ELEMENTS:
         return ""
     positions = _row_major(layout)
+    where = _nibble_of if _is_sub_byte(layout) else str
     entries = [
-        f"{_name_of(index, positions)} {_tuple(index)} -> {layout.offset_of(index)}"
+        f"{_name_of(index, positions)} {_tuple(index)} -> {where(layout.offset_of(index))}"
         for index in row_major_indices(layout.sizes)
     ]
     width = max(map(len, entries))
@@ -266,6 +305,10 @@ def element_list(layout: Layout) -> str:
 
 
 # ---- the memory map -------------------------------------------------------------------------
+
+
+def _nibble_of(offset: int) -> str:
+    return f"{offset} (byte {offset // 2} {'hi' if offset % 2 else 'lo'})"
 
 
 def _intersects(layout: Layout, lo: int, hi: int) -> bool:
@@ -310,6 +353,9 @@ def _map_end(layout: Layout) -> tuple[int, str]:
     The map ends at the end of the DirectML buffer, or at the end of the outermost stride's
     extent (``abs(stride) * size``) when that is later: a padded image keeps the padding of
     its last row, as the DirectML documentation draws it.
+
+    For 4-bit elements the offsets are still element offsets, but the map ends with a whole
+    byte (an odd offset) and the note counts bytes.
     """
     lo, hi = layout.span
     extents = [(abs(s) * n, abs(s), n) for n, s in zip(layout.sizes, layout.strides, strict=True)
@@ -319,6 +365,8 @@ def _map_end(layout: Layout) -> tuple[int, str]:
         buffer_bytes = layout.buffer_size(align=4)
     except OverflowError:
         buffer_bytes = 0
+    if _is_sub_byte(layout):
+        return _sub_byte_map_end(layout, extent, step, count, buffer_bytes)
     buffer_end = lo + buffer_bytes // layout.itemsize - 1
     end = max(hi, lo + extent - 1, buffer_end)
     if end == hi:
@@ -328,6 +376,27 @@ def _map_end(layout: Layout) -> tuple[int, str]:
     if lo + extent - 1 == end:
         return end, (f"{where}: trailing padding (stride {step} x size {count} = "
                      f"{extent} offsets); the DirectML buffer ends at {buffer_end}.")
+    return end, (f"{where}: DirectML buffer padding ({exact} bytes rounded up to "
+                 f"{buffer_bytes}, a multiple of 4).")
+
+
+def _sub_byte_map_end(layout: Layout, extent: int, step: int, count: int,
+                      buffer_bytes: int) -> tuple[int, str]:
+    """`_map_end` of a layout of 4-bit elements, in whole bytes (element ``e`` in byte
+    ``e // 2``)."""
+    lo, hi = layout.span
+    first_byte, data_byte = lo // 2, hi // 2
+    buffer_byte = first_byte + buffer_bytes - 1 if buffer_bytes else data_byte
+    last_byte = max(data_byte, (lo + extent - 1) // 2, buffer_byte)
+    end = 2 * last_byte + 1
+    if last_byte == data_byte:
+        return end, ""
+    where = (f"byte {last_byte}" if last_byte == data_byte + 1
+             else f"bytes {data_byte + 1}..{last_byte}")
+    exact = layout.buffer_size(align=1)
+    if (lo + extent - 1) // 2 == last_byte:
+        return end, (f"{where}: trailing padding (stride {step} x size {count} = {extent} "
+                     f"elements); the DirectML buffer ends at byte {buffer_byte}.")
     return end, (f"{where}: DirectML buffer padding ({exact} bytes rounded up to "
                  f"{buffer_bytes}, a multiple of 4).")
 
@@ -347,13 +416,15 @@ def cell_text(names: list[str]) -> str:
     return f"{names[0]}/{names[1]}+{len(names) - 2}"
 
 
-def _wrap_rows(offsets: list[str], values: list[str]) -> list[str]:
+def _wrap_rows(offsets: list[str], values: list[str],
+               heads: tuple[str, str] = ("offset", "value")) -> list[str]:
     width = max(map(len, offsets + values))
     per_line = max(1, (LINE_WIDTH - 8) // (width + 1))
+    top, bottom = (head.ljust(8) for head in heads)
     lines: list[str] = []
     for i in range(0, len(offsets), per_line):
-        lines.append("offset  " + " ".join(o.rjust(width) for o in offsets[i:i + per_line]))
-        lines.append("value   " + " ".join(v.rjust(width) for v in values[i:i + per_line]))
+        lines.append(top + " ".join(o.rjust(width) for o in offsets[i:i + per_line]))
+        lines.append(bottom + " ".join(v.rjust(width) for v in values[i:i + per_line]))
     return lines
 
 
@@ -382,7 +453,8 @@ class MapWindow:
     Attributes
     ----------
     first, last : int
-        The lowest and the highest offset drawn.
+        The lowest and the highest offset drawn (element offsets; for 4-bit elements the
+        window covers whole bytes: ``first`` is even and ``last`` odd).
     end : int
         The last offset of the whole map; ``last < end`` when the window is capped.
     found : dict of int to list of tuple of int
@@ -393,6 +465,8 @@ class MapWindow:
         the lists in ``found`` may then be incomplete.
     trailing : str
         A remark on the offsets drawn after the last element, or ``""``.
+    nibbles : bool
+        The layout's elements are 4-bit (two per byte): the map is drawn in bytes.
     """
 
     first: int
@@ -401,6 +475,7 @@ class MapWindow:
     found: dict[int, list[tuple[int, ...]]]
     capped: bool
     trailing: str
+    nibbles: bool = False
 
     def notes(self, names: dict[int, list[str]]) -> list[str]:
         """The remarks printed under a map: trailing offsets, shared offsets, truncation.
@@ -411,7 +486,11 @@ class MapWindow:
             Offset -> the names of the elements drawn there.
         """
         notes = [self.trailing, _shared_note(names)]
-        if self.last < self.end:
+        if self.last < self.end and self.nibbles:
+            first, last, end = self.first // 2, self.last // 2, self.end // 2
+            notes.append(f"truncated: bytes {first}..{last} of {first}..{end} shown "
+                         f"({end - last} more not shown).")
+        elif self.last < self.end:
             notes.append(f"truncated: offsets {self.first}..{self.last} of {self.first}.."
                          f"{self.end} shown ({self.end - self.last} more not shown).")
         if self.capped:
@@ -449,7 +528,11 @@ def map_window(layout: Layout, max_offsets: int = MAX_OFFSETS) -> MapWindow | No
         return None
     lo, _ = layout.span
     end, trailing = _map_end(layout)
-    last = min(end, lo + max(1, max_offsets) - 1)
+    if _is_sub_byte(layout):    # whole bytes: from the low nibble of the first one
+        lo -= lo % 2
+        last = min(end, lo + 2 * max(1, max_offsets // 2) - 1)
+    else:
+        last = min(end, lo + max(1, max_offsets) - 1)
     found: dict[int, list[tuple[int, ...]]] = {}
     placed = 0
     for index, offset in _elements_in(layout, lo, last):
@@ -457,7 +540,8 @@ def map_window(layout: Layout, max_offsets: int = MAX_OFFSETS) -> MapWindow | No
         placed += 1
         if placed >= MAX_MAP_ELEMENTS:
             break
-    return MapWindow(lo, last, end, found, placed >= MAX_MAP_ELEMENTS, trailing)
+    return MapWindow(lo, last, end, found, placed >= MAX_MAP_ELEMENTS, trailing,
+                     _is_sub_byte(layout))
 
 
 def memory_map(layout: Layout) -> str:
@@ -466,7 +550,9 @@ def memory_map(layout: Layout) -> str:
     Columns run from the lowest offset reached to the end of the buffer (the DirectML buffer
     size, or the outermost stride's extent when that is longer, as in a padded image whose last
     row keeps its padding), at most :data:`MAX_OFFSETS` of them. ``x`` marks an offset no
-    element reaches; ``A/D`` an offset several elements share.
+    element reaches; ``A/D`` an offset several elements share. A layout of 4-bit elements has
+    one column per byte (``byte`` and ``lo|hi`` rows), at most ``MAX_OFFSETS // 2`` of them:
+    the element in the byte's low nibble, ``|``, the one in its high nibble.
 
     Parameters
     ----------
@@ -497,9 +583,17 @@ def memory_map(layout: Layout) -> str:
         return "(empty: a size is 0, no element is stored)"
     names = element_names(layout, window)
     offsets = list(range(window.first, window.last + 1))
-    lines = _wrap_rows([str(o) for o in offsets], [cell_text(names.get(o, [])) for o in offsets])
+    notes = window.notes(names)
+    if _is_sub_byte(layout):
+        lines = _wrap_rows([str(o // 2) for o in offsets[::2]],
+                           [f"{cell_text(names.get(o, []))}|{cell_text(names.get(o + 1, []))}"
+                            for o in offsets[::2]], ("byte", "lo|hi"))
+        notes.insert(0, NIBBLE_NOTE)
+    else:
+        lines = _wrap_rows([str(o) for o in offsets],
+                           [cell_text(names.get(o, [])) for o in offsets])
     return "\n".join(lines + [textwrap.fill(note, LINE_WIDTH, subsequent_indent="  ")
-                              for note in window.notes(names)])
+                              for note in notes])
 
 
 def element_names(layout: Layout, window: MapWindow) -> dict[int, list[str]]:
