@@ -23,7 +23,7 @@ from strided._cli.explain import explain, walkthrough
 from strided.formats import CANONICAL, BlockedFormat, parse_blocked, strides_agree
 from strided.layout import Layout
 
-_VALUE_OPTIONS = frozenset({"--sizes", "--strides", "--itemsize", "--offset"})
+_VALUE_OPTIONS = frozenset({"--sizes", "--strides", "--itemsize", "--offset", "--bits"})
 _FLAG_WORDS = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
 
 _EXPLAIN_DESCRIPTION = """\
@@ -51,6 +51,7 @@ examples:
   python -m strided explain --sizes 2,3 --strides 5,1
   python -m strided explain NHWC --sizes 2,3,4,5 --broadcast C
   python -m strided explain --sizes 2,3 --strides=-3,1 --offset 3
+  python -m strided explain --sizes 2,3 --strides 4,1 --bits 4
   python -m strided explain NHWC --sizes 1,3,2,2 --svg nhwc.svg
   python -m strided explain NCHW4 --sizes 1,6,2,2 --svg nchw4.svg"""
 
@@ -146,6 +147,9 @@ def _explanation_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     )
     parser.add_argument("--itemsize", type=_integer, default=1, metavar="N",
                         help="bytes per element (default: 1)")
+    parser.add_argument("--bits", type=_integer, default=None, metavar="4",
+                        help="4 for 4-bit elements (int4, uint4), two per byte, low nibble "
+                             "first: the memory map shows bytes (default: 8 * itemsize)")
     parser.add_argument(
         "--broadcast", metavar="AXES",
         help="broadcast axes of the packed strides (DirectML CalculateStrides): canonical "
@@ -195,7 +199,7 @@ def _layout_from(args: argparse.Namespace) -> Layout:
         elif broadcast is not None:
             raise ValueError("--broadcast describes packed strides: with --strides, give the "
                              "broadcast axes a stride of 0 instead")
-    return Layout(sizes, strides, offset=args.offset, itemsize=args.itemsize)
+    return Layout(sizes, strides, offset=args.offset, itemsize=args.itemsize, bits=args.bits)
 
 
 def _check_label_agrees(sizes: tuple[int, ...], strides: tuple[int, ...], label: str,
@@ -236,6 +240,11 @@ def _blocked_figure(args: argparse.Namespace, fmt: BlockedFormat) -> str:
             f"(its buffer is no strided layout of the logical NCHW tensor): draw it with "
             f"--svg FILE"
         )
+    if args.bits is not None and args.bits < 8:
+        raise ValueError(f"LABEL {args.label!r} is a blocked format: its figure is drawn for "
+                         f"byte-sized elements only; draw the 4-bit physical layout with "
+                         f"--sizes {','.join(map(str, Layout.blocked(args.sizes, fmt).sizes))} "
+                         f"--bits {args.bits}")
     if args.strides is not None or args.broadcast is not None or args.offset:
         raise ValueError(f"LABEL {args.label!r} is a blocked format, always packed: --strides, "
                          f"--broadcast and --offset do not apply to it")
@@ -262,7 +271,8 @@ def _write_figure(path: str, svg: str, parser: argparse.ArgumentParser) -> None:
 def _print_explanation(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     given = [args.label, args.strides, args.broadcast, args.svg]
     if args.sizes is None:
-        if any(value is not None for value in given) or args.itemsize != 1 or args.offset:
+        if (any(value is not None for value in given) or args.itemsize != 1 or args.offset
+                or args.bits is not None):
             parser.error("--sizes is required to explain a layout")
         print(walkthrough())
         return 0

@@ -12,6 +12,9 @@ A figure draws what the text explanation (:mod:`strided._cli.explain`) prints, a
 - one colour per **channel** (ranks 4 and 5, whose axis 1 is C) or per **row** of the logical
   tensor (other ranks), the same in the tensor and in the buffer, so that the interleaving of a
   channels-last or a blocked layout reads at a glance;
+- for **4-bit elements** (``Layout(..., bits=4)``) one cell per *byte*, split in two: the
+  element in its low nibble on the left, the one in its high nibble on the right (low nibble
+  first), the byte's number underneath;
 - for the **blocked formats** (:func:`blocked_svg`: ``NCHW4``, ``NCHW32``, ``CHWN4``,
   ``nChw16c``, ...) the logical NCHW tensor and the packed physical buffer, a thick bar between
   blocks of ``x`` channel lanes, and the padding channels marked.
@@ -147,6 +150,7 @@ class _Figure:
     block: int                  # blocked formats: lanes per block, else 0
     legend: tuple[tuple[str, str], ...]    # (swatch fill, text); fill "": text only
     notes: tuple[str, ...]
+    nibbles: bool = False       # 4-bit elements: the cells pair up into bytes, low nibble first
 
 
 # ---- small helpers ---------------------------------------------------------------------------
@@ -255,7 +259,12 @@ def _labels(layout: Layout) -> str:
 
 def _layout_subtitle(layout: Layout, titled: bool) -> tuple[str, ...]:
     """The numbers under the title; the sizes and strides unless the title is them."""
-    line = f"offset {layout.offset}, itemsize {layout.itemsize}, {_labels(layout)}"
+    if layout.bits < 8:
+        addressable = "" if layout.is_byte_addressable else ", not byte-addressable"
+        width = f"{layout.bits}-bit elements (two per byte, low nibble first){addressable}"
+    else:
+        width = f"itemsize {layout.itemsize}"
+    line = f"offset {layout.offset}, {width}, {_labels(layout)}"
     if layout.size:
         lo, hi = layout.span
         line += f"; {layout.size} elements at offsets {lo}..{hi}"
@@ -295,12 +304,25 @@ def layout_svg(layout: Layout, *, title: str | None = None) -> str:
         A standalone SVG document (UTF-8 XML, with ``width``, ``height`` and ``viewBox``),
         ending with a newline; the same layout always gives the same text.
 
+    A layout of 4-bit elements (``bits=4``) is drawn one cell per byte, split in two halves:
+    the element in the byte's low nibble (bits 0-3) on the left, the one in its high nibble
+    (bits 4-7) on the right; the byte's number is written under the cell, and each half
+    carries ``data-offset`` (its element offset), ``data-byte`` and ``data-nibble``
+    (``low``/``high``).
+
     Examples
     --------
     >>> from strided import Layout
     >>> svg = layout_svg(Layout.packed((1, 3, 2, 2), "NHWC"))
     >>> svg.count('class="cell element"'), svg.count('class="cell padding"')
     (12, 0)
+    >>> import re
+    >>> int4 = layout_svg(Layout((2, 3), (4, 1), bits=4))      # 4 bytes, low nibble first
+    >>> re.findall(r'data-byte="([0-9]+)" data-nibble="([a-z]+)"', int4)[:3]
+    [('0', 'low'), ('0', 'high'), ('1', 'low')]
+    >>> " ".join(re.findall(r'class="value"[^>]*>([^<]+)<', int4))
+    'A B C x D E F x'
+
     >>> broadcast = layout_svg(Layout((1, 3, 2, 2), (4, 0, 2, 1)))    # C broadcast
     >>> broadcast.count('class="cell shared"'), '>A/E/I</text>' in broadcast
     (4, True)
@@ -313,17 +335,22 @@ def layout_svg(layout: Layout, *, title: str | None = None) -> str:
                         f"{name} {index}: offset {layout.offset_of(index)}")
 
     slices, grid_note = _logical(layout.sizes, element)
+    nibbles = layout.bits < 8
     window = map_window(layout, MAX_CELLS)
     cells = () if window is None else _layout_cells(layout, window, group)
     notes: list[str] = []
     if window is not None:
         notes = window.notes({cell.offset: list(cell.names) for cell in cells if cell.names})
+    legend = _legend(cells, layout.ndim, channels)
+    if nibbles:
+        legend += (("", "each byte: low nibble (bits 0-3) left, high nibble (bits 4-7) "
+                        "right: low nibble first"),)
     figure = _Figure(
         title=title or _layout_title(layout),
         subtitle=_layout_subtitle(layout, titled=bool(title)),
         slices=slices, grid_note=grid_note, cells=cells,
-        more_cells=window is not None and window.last < window.end, block=0,
-        legend=_legend(cells, layout.ndim, channels), notes=tuple(notes),
+        more_cells=window is not None and window.last < window.end, block=2 if nibbles else 0,
+        legend=legend, notes=tuple(notes), nibbles=nibbles,
     )
     return _render(figure)
 
@@ -573,10 +600,15 @@ def _draw_cell_fill(canvas: _Canvas, x: int, y: int, width: int, cell: _Cell) ->
         canvas.add(_rect(left, y, right - left, _CELL_H, fill=_fill(group)))
 
 
-def _draw_cell(canvas: _Canvas, x: int, y: int, width: int, cell: _Cell) -> None:
+def _draw_cell(canvas: _Canvas, x: int, y: int, width: int, cell: _Cell,
+               nibbles: bool = False) -> None:
     padding = cell.kind == "padding"
+    byte = nibble = None
+    if nibbles:     # a half of a byte cell; its byte's number goes under the pair
+        byte, nibble = cell.offset // 2, "high" if cell.offset % 2 else "low"
     attrs = _attrs(class_=f"cell {cell.kind}", data_offset=cell.offset,
-                   data_elements=" ".join(cell.names) or None, data_channel=cell.channel)
+                   data_elements=" ".join(cell.names) or None, data_channel=cell.channel,
+                   data_byte=byte, data_nibble=nibble)
     canvas.add(f"<g{attrs}><title>{escape(cell.tooltip)}</title>")
     _draw_cell_fill(canvas, x, y, width, cell)
     stroke_width = 2 if cell.kind == "shared" else 1
@@ -588,8 +620,12 @@ def _draw_cell(canvas: _Canvas, x: int, y: int, width: int, cell: _Cell) -> None
     label = cell_text(list(cell.names))
     canvas.add(_text(x + width // 2, y + _CELL_H // 2 + 4, label, text_anchor="middle",
                      class_="value", fill=_PAD_INK if padding else None))
-    canvas.add(_text(x + width // 2, y + _CELL_H + 12, str(cell.offset), size=_SMALL,
-                     text_anchor="middle", class_="offset", fill=_MUTED))
+    if nibbles and cell.offset % 2 == 0:
+        canvas.add(_text(x + width, y + _CELL_H + 12, str(byte), size=_SMALL,
+                         text_anchor="middle", class_="byte", fill=_MUTED))
+    elif not nibbles:
+        canvas.add(_text(x + width // 2, y + _CELL_H + 12, str(cell.offset), size=_SMALL,
+                         text_anchor="middle", class_="offset", fill=_MUTED))
     canvas.add("</g>")
 
 
@@ -613,7 +649,7 @@ def _draw_buffer(canvas: _Canvas, figure: _Figure, width: int, per_row: int) -> 
                 canvas.add(_text(_MARGIN + i * width + 2, y - 4, cell.caption, size=_SMALL,
                                  class_="block", fill=_MUTED))
         for i, cell in enumerate(row):
-            _draw_cell(canvas, _MARGIN + i * width, y, width, cell)
+            _draw_cell(canvas, _MARGIN + i * width, y, width, cell, figure.nibbles)
         if figure.block > 1:        # a thick bar where a block of channel lanes starts
             for i, cell in enumerate(row):
                 if i and (cell.offset - cells[0].offset) % figure.block == 0:
@@ -672,7 +708,9 @@ def _render(figure: _Figure) -> str:
         canvas.lines(f"({figure.grid_note})", fill=_MUTED)
     canvas.y += _GAP
     if figure.cells:
-        canvas.lines("buffer (the offset of each cell underneath)", font_weight="bold")
+        canvas.lines("buffer (bytes, numbered underneath; each holds two 4-bit elements, low "
+                     "nibble first: bits 0-3 left, bits 4-7 right)" if figure.nibbles else
+                     "buffer (the offset of each cell underneath)", font_weight="bold")
         canvas.y += 4
         _draw_buffer(canvas, figure, cell_width, per_row)
         _draw_legend(canvas, figure.legend)
