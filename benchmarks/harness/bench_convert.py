@@ -621,7 +621,7 @@ def _make_quantize4(spec: tuple[str, tuple[int, int, int, int], bool],
     t += z
     q = np.clip(np.rint(t), -8, 7).astype(np.int8)
     q_blocked = np.ascontiguousarray(q.reshape(split).transpose(0, 1, 3, 4, 2))
-    packed = np.empty(q_blocked.shape[:-1] + (b // 2,), np.uint8)
+    packed = np.empty((*q_blocked.shape[:-1], b // 2), np.uint8)
     _pack_pairs(q_blocked, packed)
     shift_back = np.float32(-z * s)
     if to:

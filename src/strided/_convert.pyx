@@ -98,6 +98,7 @@ from strided._dtypes import CASTINGS, TYPE_NAMES, can_cast, check_pair, compute_
 from strided._dtypes import CODES as _CODES
 from strided._dtypes import SUB_BYTE
 
+
 def _carrier(name):
     """(bits, the engine's type name) of a type name: a 4-bit type moves as its carrier."""
     if type(name) is str and name in SUB_BYTE:

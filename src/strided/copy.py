@@ -63,7 +63,8 @@ _LayoutArg = str | Sequence[int] | Layout
 
 
 def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
-           shift: Any = None, axis: int | None = None, num_threads: int | None = None) -> None:
+           shift: Any = None, axis: int | None = None, num_threads: int | None = None,
+           dst_dtype: Any = None, src_dtype: Any = None) -> None:
     """Copy the values of ``src`` into ``dst``, converting them to dst's dtype: same sizes,
     any strides on both sides.
 
@@ -99,6 +100,15 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
         Threads of the copy kernel (>= 1). Default: ``OMP_NUM_THREADS`` if set, else the
         number of cores; small copies run on one thread whatever this says. Always 1 in a
         build without OpenMP.
+    dst_dtype, src_dtype : {"int4", "uint4"}, optional
+        The array is a *container* of 4-bit elements: a uint8 array of the packed bytes (two
+        elements a byte, element 2k in the low nibble of byte k), whose innermost physical
+        dimension (the one of byte stride 1) of ``b`` bytes holds ``2b`` elements, or
+        ``2b - 1`` when the other side has that many (the last high nibble is then left as
+        it was). Its other dimensions are the container's. Values written to a 4-bit
+        destination saturate to its range with ``scale``/``shift`` (as for any integer) and
+        wrap (keep the low 4 bits, as ml_dtypes' ``astype``) in a plain cast. The
+        destination's casting is checked as its carrier's (int8 for int4, uint8 for uint4).
 
     Raises
     ------
@@ -179,7 +189,15 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
     # whose address had already been taken. Plain arguments run none (the common call, first).
     # Plain arguments run none: the fast path declines any others before reading them.
-    if _fast_copy(dst, src, num_threads, casting, scale, shift, axis):
+    if dst_dtype is None and src_dtype is None:
+        if _fast_copy(dst, src, num_threads, casting, scale, shift, axis):
+            return
+    else:
+        dst_sub = None if dst_dtype is None else _dtypes.sub_byte(dst_dtype, "dst_dtype")
+        src_sub = None if src_dtype is None else _dtypes.sub_byte(src_dtype, "src_dtype")
+        conversion = Conversion(casting, scale, shift, axis)
+        _copyto_4bit(dst, src, dst_sub, src_sub, conversion,
+                     _copy.threads_argument(num_threads))
         return
     conversion = Conversion(casting, scale, shift, axis)
     plain = casting is _SAME_KIND and (num_threads is None or type(num_threads) is int)
@@ -505,7 +523,11 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
         The result's dtype, of x's library (numpy dtypes for numpy and DLPack libraries,
         ``"bfloat16"`` through ml_dtypes; torch dtypes, or their numpy names, for torch).
         Converted as ``astype`` does (any cast but complex -> real; see :func:`copyto` for
-        the values). Default: x's dtype.
+        the values). Default: x's dtype. ``"int4"`` / ``"uint4"`` (or ml_dtypes' types of
+        those names) packs the values two a byte into a uint8 *container* (see
+        :func:`copyto`'s ``dst_dtype``): the innermost dimension of ``layout`` of ``n``
+        elements becomes ``ceil(n / 2)`` bytes (an odd ``n`` leaves the last high nibble 0),
+        the other dimensions keep their sizes; ``layout`` must then be a label or an order.
     scale, shift, axis :
         The affine step of :func:`copyto`, applied in the same pass: per channel along
         ``axis`` when vectors.
@@ -568,7 +590,10 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
     # the arguments' own code runs before any array is read (see copyto)
     conversion = Conversion("unsafe", scale, shift, axis)
     num_threads = _copy.threads_argument(num_threads)
+    sub = _sub_byte(dtype)
     record = _describe(x, "x")
+    if sub is not None:
+        return _relayout_4bit(x, record, layout, sub, conversion, num_threads)
     new_dtype, itemsize = None, record.layout.itemsize
     if dtype is not None:
         _, new_dtype = record.adapter.resolve_dtype(dtype)
@@ -1000,7 +1025,7 @@ def _padding_zero(conversion: Conversion | None, dst_type: str | None,
 
 def _quantized(value: float, wide: bool, lo: int, hi: int) -> int:
     """saturate(rint(value)) in the compute type (float32 unless ``wide``); NaN -> 0."""
-    import numpy as np    # (numpy is loaded: an array was read)
+    import numpy as np  # (numpy is loaded: an array was read)
 
     v = float(np.float64(value) if wide else np.float32(value))
     if v != v:
@@ -1046,42 +1071,83 @@ def _to_blocked_4bit(x: Any, record: MemoryRecord, spec: BlockedFormat,
     src_type = _engine_type(record, x, "x")
     _dtypes.check_pair(sub.carrier, src_type, params.affine)
     physical = spec.physical_shape((n, c, h, w))
-    out = _allocate(x, record, Layout(physical[:-1] + (physical[-1] // 2,)),
+    out = _allocate(x, record, Layout((*physical[:-1], physical[-1] // 2)),
                     order=tuple(range(5)), zero=False,
                     blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
                     dtype=record.adapter.resolve_dtype("uint8")[1])
     out_record = describe(out)
     nibbles = Layout(physical)           # the container's elements, counted in nibbles
-    scale, shift, strides, length = _channel_params(params, (n, c, h, w), 1)
+    pieces = _blocked_pieces(record.layout, nibbles, spec)
+    params_of = _channel_params(params, (n, c, h, w), 1)
     channels = _channel_pieces(record.layout, nibbles, spec)
-    dst_base = out_record.adapter.pinned(out_record, "out")
-    src_base = record.adapter.pinned(record, "x")
-    for k, (logical, blocked) in enumerate(_blocked_pieces(record.layout, nibbles, spec)):
-        check_view(logical, record)
-        first = channels[k].offset
-        _convert.convert_memory(
-            dst_base, src_base + logical.offset * record.layout.itemsize, logical.sizes,
-            blocked.strides, logical.strides, sub.name, src_type,
-            scale[first:] if type(scale) is tuple else scale,
-            shift[first:] if type(shift) is tuple else shift,
-            channels[k].strides if strides is not None else None,
-            length - first if strides is not None else 1,
-            num_threads=num_threads, dst_first=blocked.offset)
+    runs = [(blocked, logical, _piece_params(params_of, channels[k]))
+            for k, (logical, blocked) in enumerate(pieces)]
+    _convert_4bit((out, out_record, sub.name), (x, record, src_type), runs, num_threads)
     if c % spec.block and n * h * w:
-        _fill_nibbles(dst_base, _padding_piece(nibbles, spec, c), sub,
-                      _padding_zero(params, sub.name, src_type))
-    out_record.adapter.written(out_record)
+        _fill_4bit(out, out_record, sub, _padding_piece(nibbles, spec, c),
+                   _padding_zero(params, sub.name, src_type))
     return record.adapter.hand_over(x, record, out, out_record.layout)
 
 
-def _fill_nibbles(base: int, layout: Layout, sub: _dtypes.SubByteType, value: int) -> None:
-    """Write ``value`` into every 4-bit element of ``layout`` (nibbles from ``base``)."""
+def _piece_params(params: _Params, channels: Layout) -> _Params:
+    """A piece's parameters: the vectors from the piece's first channel on."""
+    scale, shift, strides, length = params
+    if strides is None:
+        return params
+    first = channels.offset
+    return (scale[first:] if type(scale) is tuple else scale,
+            shift[first:] if type(shift) is tuple else shift, channels.strides, length - first)
+
+
+def _convert_4bit(dst: tuple[Any, MemoryRecord, str], src: tuple[Any, MemoryRecord, str],
+                  runs: list[tuple[Layout, Layout, _Params | None]],
+                  num_threads: int | None) -> None:
+    """Convert each (dst layout, src layout, parameters) run between two host arrays of the
+    engine's type names (``"int4"`` / ``"uint4"``: a uint8 container, the layout counting
+    nibbles from its first byte). The layouts are checked against the arrays' memory (in
+    bytes) first; then the addresses are pinned and only engine calls follow."""
+    (_, dst_record, dst_type), (_, src_record, src_type) = dst, src
+    for dst_layout, src_layout, _ in runs:
+        _check_inside(dst_layout, dst_record, dst_type, "dst")
+        _check_inside(src_layout, src_record, src_type, "src")
+    dst_base = dst_record.adapter.pinned(dst_record, "dst")
+    src_base = src_record.adapter.pinned(src_record, "src")
+    for dst_layout, src_layout, params in runs:
+        scale, shift, strides, length = params if params is not None else (None, None, None, 1)
+        dst_4, src_4 = dst_type in _dtypes.SUB_BYTE, src_type in _dtypes.SUB_BYTE
+        _convert.convert_memory(
+            dst_base + (0 if dst_4 else dst_layout.offset * dst_record.layout.itemsize),
+            src_base + (0 if src_4 else src_layout.offset * src_record.layout.itemsize),
+            dst_layout.sizes, dst_layout.strides, src_layout.strides, dst_type, src_type,
+            scale, shift, strides, length, num_threads=num_threads,
+            dst_first=dst_layout.offset if dst_4 else 0,
+            src_first=src_layout.offset if src_4 else 0)
+    dst_record.adapter.written(dst_record)
+
+
+def _check_inside(layout: Layout, record: MemoryRecord, type_name_: str, name: str) -> None:
+    """A run's layout reaches only the array's memory: its elements (nibbles of a 4-bit
+    side: bytes ``offset // 2``) within the record's extent."""
+    if type_name_ not in _dtypes.SUB_BYTE:
+        check_view(layout, record)
+        return
+    if layout.size == 0:
+        return
+    lo, hi = layout.span
+    first, last = record.extent
+    if lo // 2 < first or hi // 2 > last:
+        raise ValueError(f"{name}: the 4-bit elements reach bytes {lo // 2}..{hi // 2} of a "
+                         f"container holding bytes {first}..{last}")
+
+
+def _fill_4bit(out: Any, record: MemoryRecord, sub: _dtypes.SubByteType, layout: Layout,
+               value: int) -> None:
+    """Write ``value`` into every 4-bit element of ``layout`` (nibbles of container ``out``)."""
     import numpy as np
 
     one = np.array([value], dtype=sub.carrier)
-    _convert.convert_memory(base, one.ctypes.data, layout.sizes, layout.strides,
-                            (0,) * layout.ndim, sub.name, sub.carrier, num_threads=1,
-                            dst_first=layout.offset)
+    _convert_4bit((out, record, sub.name), (one, describe(one), sub.carrier),
+                  [(layout, Layout(layout.sizes, (0,) * layout.ndim), None)], 1)
 
 
 def _engine_type(record: MemoryRecord, x: Any, name: str) -> str:
@@ -1110,8 +1176,8 @@ def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
     if half > 1 and layout.size and layout.strides[4] != 1:
         raise ValueError(f"y's last dimension has stride {layout.strides[4]} bytes: the bytes "
                          f"of a block of 4-bit channels must be contiguous (stride 1)")
-    nibbles = Layout(layout.sizes[:4] + (spec.block,),
-                     tuple(2 * s for s in layout.strides[:4]) + (1,))
+    nibbles = Layout((*layout.sizes[:4], spec.block),
+                     (*tuple(2 * s for s in layout.strides[:4]), 1))
     sizes = _unblocked_sizes(nibbles, spec, channels)
     new_dtype = record.adapter.resolve_dtype(sub.carrier if dtype is None else dtype)[1]
     out = _allocate(y, record, Layout(sizes, itemsize=new_dtype.itemsize),
@@ -1120,20 +1186,125 @@ def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
     out_record = describe(out)
     dst_type = _engine_type(out_record, out, "out")
     _dtypes.check_pair(dst_type, sub.carrier, params.affine)
-    scale, shift, strides, length = _channel_params(params, sizes, 1)
-    pieces = _blocked_pieces(out_record.layout, nibbles, spec)
-    channel_pieces = _channel_pieces(out_record.layout, nibbles, spec)
-    dst_base = out_record.adapter.pinned(out_record, "out")
-    src_base = record.adapter.pinned(record, "y")
-    for k, (logical, blocked) in enumerate(pieces):
-        first = channel_pieces[k].offset
-        _convert.convert_memory(
-            dst_base + logical.offset * out_record.layout.itemsize, src_base, logical.sizes,
-            logical.strides, blocked.strides, dst_type, sub.name,
-            scale[first:] if type(scale) is tuple else scale,
-            shift[first:] if type(shift) is tuple else shift,
-            channel_pieces[k].strides if strides is not None else None,
-            length - first if strides is not None else 1,
-            num_threads=num_threads, src_first=blocked.offset)
-    out_record.adapter.written(out_record)
+    params_of = _channel_params(params, sizes, 1)
+    channels_of = _channel_pieces(out_record.layout, nibbles, spec)
+    runs = [(logical, blocked, _piece_params(params_of, channels_of[k]))
+            for k, (logical, blocked) in enumerate(
+                _blocked_pieces(out_record.layout, nibbles, spec))]
+    _convert_4bit((out, out_record, dst_type), (y, record, sub.name), runs, num_threads)
     return record.adapter.hand_over(y, record, out, out_record.layout)
+
+
+def _container_4bit(record: MemoryRecord, x: Any, name: str, sub: _dtypes.SubByteType,
+                    other: tuple[int, ...] | None = None) -> Layout:
+    """The layout of the 4-bit elements of a uint8 container (nibbles from its first byte):
+    its dimension of byte stride 1 (the innermost) holds two elements a byte, ``2b - 1`` of
+    ``b`` bytes when ``other`` (the other side's sizes) says so; the other dimensions are the
+    container's, their strides doubled. A size-1 dimension may be that dimension too (its
+    stride says nothing): the one ``other`` agrees with is taken."""
+    layouts = _containers_4bit(record, x, name, sub)
+    return next((c for c in layouts if other is not None and c.sizes == tuple(other)),
+                layouts[0])
+
+
+def _containers_4bit(record: MemoryRecord, x: Any, name: str,
+                     sub: _dtypes.SubByteType) -> list[Layout]:
+    """Every 4-bit layout a container may hold (see :func:`_container_4bit`), the likeliest
+    first."""
+    _check_host_4bit(record, x, name)
+    if _engine_type(record, x, name) != "uint8":
+        raise TypeError(f"{name} has dtype {record.adapter.dtype_name(x, record)}: a container "
+                        f"of 4-bit elements ({name}_dtype={sub.name!r}) is a uint8 array of "
+                        f"the packed bytes")
+    layout = record.layout
+    if layout.ndim == 0:
+        raise ValueError(f"{name} is 0-d: a container of 4-bit elements has a dimension of "
+                         f"bytes holding two elements each")
+    sizes, strides = layout.sizes, layout.strides
+    candidates = ([d for d in reversed(range(layout.ndim)) if sizes[d] > 1 and strides[d] == 1]
+                  + [d for d in reversed(range(layout.ndim))
+                     if sizes[d] <= 1 or layout.size == 0])     # (an empty one: any)
+    if layout.size and not any(sizes[d] > 1 for d in candidates) and any(n > 1 for n in sizes):
+        raise ValueError(f"{name} has byte strides {strides} for shape {sizes}: a container of "
+                         f"4-bit elements needs one dimension of contiguous bytes (stride 1), "
+                         f"which holds two elements a byte")
+    return [_doubled(sizes, strides, unit, odd) for odd in (False, True) for unit in candidates]
+
+
+def _doubled(sizes: tuple[int, ...], strides: tuple[int, ...], unit: int, odd: bool) -> Layout:
+    """The 4-bit layout of a container whose dimension ``unit`` holds two elements a byte
+    (``odd``: one fewer)."""
+    new = list(sizes)
+    new[unit] = max(0, 2 * new[unit] - (1 if odd and new[unit] else 0))
+    return Layout(tuple(new), tuple(1 if d == unit else 2 * s for d, s in enumerate(strides)))
+
+
+def _copyto_4bit(dst: Any, src: Any, dst_sub: _dtypes.SubByteType | None,
+                 src_sub: _dtypes.SubByteType | None, conversion: Conversion,
+                 num_threads: int | None) -> None:
+    """copyto with a 4-bit side (``*_dtype``): the checks of copyto, on the host."""
+    dst_record = _describe(dst, "dst")
+    src_record = _describe(src, "src")
+    _check_writeable(dst_record, dst, "dst")
+    src_sizes = src_record.layout.sizes if src_sub is None else None
+    if dst_sub is not None:
+        dst_layout = _container_4bit(dst_record, dst, "dst", dst_sub, src_sizes)
+        dst_type = dst_sub.name
+    else:
+        _check_host(dst_record, dst, "dst")
+        dst_layout, dst_type = dst_record.layout, _engine_type(dst_record, dst, "dst")
+    if src_sub is not None and dst_sub is not None:     # two containers: the layouts they agree on
+        dsts = _containers_4bit(dst_record, dst, "dst", dst_sub)
+        srcs = _containers_4bit(src_record, src, "src", src_sub)
+        dst_layout, src_layout = next(((d, c) for d in dsts for c in srcs if d.sizes == c.sizes),
+                                      (dsts[0], srcs[0]))
+        src_type = src_sub.name
+    elif src_sub is not None:
+        src_layout = _container_4bit(src_record, src, "src", src_sub, dst_layout.sizes)
+        src_type = src_sub.name
+    else:
+        _check_host(src_record, src, "src")
+        src_layout, src_type = src_record.layout, _engine_type(src_record, src, "src")
+        src_record = src_record.adapter.resolved(src_record)
+    if dst_layout.sizes != src_layout.sizes:
+        what = ("dst holds 4-bit elements of shape" if dst_sub is not None else
+                "dst has shape", "src holds 4-bit elements of shape" if src_sub is not None
+                else "src has shape")
+        raise ValueError(f"{what[0]} {dst_layout.sizes} but {what[1]} {src_layout.sizes}: "
+                         f"copyto needs the same sizes (a container's byte dimension holds "
+                         f"two elements a byte)")
+    carriers = (dst_sub.carrier if dst_sub else dst_type, src_sub.carrier if src_sub else src_type)
+    _dtypes.check_pair(*carriers, conversion.affine)
+    if not _dtypes.can_cast(carriers[1], carriers[0], conversion.casting):
+        raise TypeError(f"cannot copy src of dtype {src_type} into dst of dtype {dst_type} "
+                        f"with casting={conversion.casting!r} (numpy's rule on int8 / uint8 "
+                        f"for 4-bit types); pass casting='unsafe' to convert anyway")
+    params = _channel_params(conversion, dst_layout.sizes,
+                             _checked_axis(conversion.axis, dst_layout.ndim))
+    _check_no_self_overlap(dst_layout, "dst")
+    if dst_layout.size:
+        _convert_4bit((dst, dst_record, dst_type), (src, src_record, src_type),
+                      [(dst_layout, src_layout, params)], num_threads)
+
+
+def _relayout_4bit(x: Any, record: MemoryRecord, layout: Any, sub: _dtypes.SubByteType,
+                   conversion: Conversion, num_threads: int | None) -> Any:
+    """relayout into a new container of 4-bit elements packed in ``layout``'s order."""
+    if isinstance(layout, Layout):
+        raise ValueError("relayout into 4-bit elements takes a label or an order: a container "
+                         "for a Layout of your own is made by hand, then filled by "
+                         "copyto(container, x, dst_dtype=...)")
+    _check_host_4bit(record, x, "x")
+    sizes = record.layout.sizes
+    if not sizes:
+        raise ValueError("x is 0-d: 4-bit elements are packed two a byte along a dimension")
+    order = physical_order(layout, len(sizes))
+    unit = order[-1]
+    container = list(sizes)
+    container[unit] = (sizes[unit] + 1) // 2
+    out = _allocate(x, record, Layout.packed(tuple(container), order), order,
+                    zero=sizes[unit] % 2 == 1, blame="x",
+                    dtype=record.adapter.resolve_dtype("uint8")[1])
+    copyto(out, x, casting="unsafe", scale=conversion.scale, shift=conversion.shift,
+           axis=conversion.axis, num_threads=num_threads, dst_dtype=sub.name)
+    return record.adapter.hand_over(x, record, out, describe(out).layout)

@@ -320,7 +320,7 @@ def test_no_two_threads_write_the_same_byte(layout, box):
         owner = {}
         for k, b in enumerate(boxes):
             for o in b:
-                assert owner.setdefault(o // 2, k) == k, f"byte {o // 2} in boxes {owner[o // 2]}, {k}"
+                assert owner.setdefault(o // 2, k) == k, f"byte {o // 2}: boxes {owner[o // 2]}, {k}"
 
 
 def test_an_odd_stride_destination_runs_on_one_thread():
@@ -505,3 +505,83 @@ def test_4bit_kernels_stay_inside_guard_pages():
         report()
     """, timeout=300)
     assert probe_results(out)["every_level_and_end"] == "ok"
+
+
+# ---- copyto / relayout with containers ---------------------------------------------------------
+
+def container_oracle(q, order):
+    """The uint8 container relayout(..., order, dtype=4-bit) makes of values ``q``: the
+    physical order's innermost dim packed two a byte (an odd count: a last high nibble of 0),
+    the container's dims in logical order."""
+    unit = order[-1]
+    v = np.moveaxis(np.asarray(q, np.int64) & 0x0F, unit, -1)
+    if v.shape[-1] % 2:
+        v = np.concatenate([v, np.zeros((*v.shape[:-1], 1), np.int64)], axis=-1)
+    return np.moveaxis((v[..., 0::2] | (v[..., 1::2] << 4)).astype(np.uint8), -1, unit)
+
+
+@settings(max_examples=60)
+@given(sizes=st_.lists(st_.integers(0, 5), min_size=1, max_size=3),
+       data=st_.data(), dst_type=st_.sampled_from(["int4", "uint4"]),
+       seed=st_.integers(0, 2**16))
+def test_relayout_into_4bit_and_copyto_back(sizes, data, dst_type, seed):
+    sizes = tuple(sizes)
+    order = tuple(data.draw(st_.permutations(range(len(sizes)))))
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 5, sizes).astype(np.float32)
+    y = st.relayout(x, order, dtype=dst_type, scale=1.0, shift=0.5)
+    q = quantize4(x, dst_type, 1.0, 0.5)
+    expected = container_oracle(q, order)
+    assert y.dtype == np.uint8 and y.shape == expected.shape
+    assert np.array_equal(y, expected)
+    if y.size:
+        assert st.layout_of(y) == st.Layout.packed(y.shape, order)    # packed in that order
+    back = np.full(sizes, np.nan, np.float32)
+    st.copyto(back, y, src_dtype=dst_type, scale=2.0)
+    assert np.array_equal(back, (2 * q).astype(np.float32))
+    # 4-bit -> 4-bit, into a container of another order
+    other = tuple(reversed(order))
+    z = st.relayout(np.full(sizes, 3, np.float32), other, dtype=dst_type)   # its container
+    if x.size:
+        st.copyto(z, y, dst_dtype=dst_type, src_dtype=dst_type)
+        assert np.array_equal(z, container_oracle(q, other))
+
+
+def test_relayout_into_4bit_keeps_torch_and_mixes_libraries():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(-8, 8, dtype=torch.float32).reshape(2, 8)
+    y = st.relayout(x, "C", dtype="int4")
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.uint8 and tuple(y.shape) == (2, 4)
+    assert y[0].tolist() == [0x98, 0xBA, 0xDC, 0xFE] and y[1].tolist() == [0x10, 0x32, 0x54, 0x76]
+    out = np.empty((2, 8), np.int16)
+    st.copyto(out, y, src_dtype="int4")
+    assert out.ravel().tolist() == list(range(-8, 8))
+
+
+def test_copyto_4bit_errors_name_the_argument_and_write_nothing():
+    x = np.ones((2, 4), np.float32)
+    box = np.zeros((2, 2), np.uint8)
+    with pytest.raises(TypeError, match="casting='same_kind'"):
+        st.copyto(box, x, dst_dtype="int4")
+    with pytest.raises(TypeError, match="dst_dtype must be one of int4, uint4"):
+        st.copyto(box, x, dst_dtype="int8")
+    with pytest.raises(TypeError, match="a uint8 array of the packed bytes"):
+        st.copyto(box.astype(np.int8), x, dst_dtype="int4", casting="unsafe")
+    with pytest.raises(ValueError, match="same sizes"):
+        st.copyto(np.zeros((2, 3), np.uint8), x, dst_dtype="int4", casting="unsafe")
+    with pytest.raises(ValueError, match="contiguous bytes"):
+        st.copyto(np.zeros((2, 4), np.uint8)[:, ::2], x, dst_dtype="int4", casting="unsafe")
+    read_only = np.zeros((2, 2), np.uint8)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        st.copyto(read_only, x, dst_dtype="int4", casting="unsafe")
+    with pytest.raises(ValueError, match="a label or an order"):
+        st.relayout(x, st.Layout((2, 4)), dtype="int4")
+    assert not box.any()
+
+
+def test_an_odd_count_leaves_the_last_high_nibble_as_it_was():
+    box = np.full((2, 2), 0xF0, np.uint8)
+    st.copyto(box, np.array([[1, 2, 3], [4, 5, 6]], np.int8), dst_dtype="int4")
+    assert box.tolist() == [[0x21, 0xF3], [0x54, 0xF6]]
+    assert onnx_pack([1, 2, 3]).tolist() == [0x21, 0x03]
