@@ -320,7 +320,7 @@ def test_no_two_threads_write_the_same_byte(layout, box):
         owner = {}
         for k, b in enumerate(boxes):
             for o in b:
-                assert owner.setdefault(o // 2, k) == k, f"byte {o // 2}: boxes {owner[o // 2]}, {k}"
+                assert owner.setdefault(o // 2, k) == k, f"byte {o // 2}: {owner[o // 2]}, {k}"
 
 
 def test_an_odd_stride_destination_runs_on_one_thread():
