@@ -22,12 +22,19 @@ import numpy as np
 from strided.interop import _dlpack, _numpy, _torch
 from strided.interop._ndarray import layout_of_array
 from strided.interop._record import ADAPTERS, MemoryRecord, check_view
+from strided.interop._subbyte import (
+    SubByteArray,
+    SubByteExporter,
+    from_dlpack_subbyte,
+    to_dlpack_subbyte,
+)
 from strided.layout import Layout
 
 if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
     from strided._typing import BytesLike, NDArray, Tensor
 
-__all__ = ["MemoryRecord", "describe", "layout_of", "view"]
+__all__ = ["MemoryRecord", "SubByteArray", "SubByteExporter", "describe", "from_dlpack_subbyte",
+           "layout_of", "to_dlpack_subbyte", "view"]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 

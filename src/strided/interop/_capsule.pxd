@@ -88,5 +88,6 @@ cdef extern from *:
 
 cdef enum:
     DLPACK_FLAG_READ_ONLY = 1
+    DLPACK_FLAG_IS_SUBBYTE_TYPE_PADDED = 4   # DLPack 1.1: one sub-byte element per byte
     DLPACK_MAJOR = 1
     DLPACK_MINOR = 1

@@ -21,6 +21,7 @@ class DLPackTensor:
     dtype: tuple[int, int, int]
     readonly: bool
     version: tuple[int, int] | None
+    flags: int
 
 def consume_dlpack(capsule: Any) -> DLPackTensor: ...
 def make_dlpack_capsule(

@@ -33,12 +33,15 @@ cdef class DLPackTensor:
     consumption: ``data`` (the pointer, without ``byte_offset``), ``byte_offset``, ``shape``,
     ``strides`` (element strides, or None when the producer gave a NULL pointer: packed
     row-major), ``device`` ``(device_type, device_id)``, ``dtype`` ``(code, bits, lanes)``,
-    ``readonly``, ``version`` (``(major, minor)``, or None for a legacy capsule).
+    ``readonly``, ``version`` (``(major, minor)``, or None for a legacy capsule), ``flags``
+    (the versioned struct's flag bits, 0 for a legacy capsule: read-only, is-copied, and
+    DLPack 1.1's sub-byte padded flag).
     """
 
     cdef void* _managed
     cdef bint _versioned
     cdef readonly object data, byte_offset, shape, strides, device, dtype, readonly, version
+    cdef readonly object flags
 
     def __cinit__(self):
         self._managed = NULL
@@ -85,6 +88,7 @@ cdef DLTensor* _take(object capsule, DLPackTensor handle) except NULL:
         handle._versioned = True
         handle.version = (versioned.version.major, versioned.version.minor)
         handle.readonly = bool(versioned.flags & DLPACK_FLAG_READ_ONLY)
+        handle.flags = versioned.flags
         return &versioned.dl_tensor
     if PyCapsule_IsValid(capsule, _LEGACY):
         legacy = <DLManagedTensor*>PyCapsule_GetPointer(capsule, _LEGACY)
@@ -93,6 +97,7 @@ cdef DLTensor* _take(object capsule, DLPackTensor handle) except NULL:
         handle._versioned = False
         handle.version = None
         handle.readonly = False
+        handle.flags = 0
         return &legacy.dl_tensor
     if PyCapsule_IsValid(capsule, _VERSIONED_USED) or PyCapsule_IsValid(capsule, _LEGACY_USED):
         raise ValueError("this DLPack capsule has already been consumed: a capsule is read once")
