@@ -502,9 +502,36 @@ def test_4bit_kernels_stay_inside_guard_pages():
             _copy._simd(99)
             return "ok"
 
+        @probe
+        def planes_route_at_every_level():
+            # P pixels x 64 channels: float32 planes <-> dense int4 pixel blocks (NCHW64's
+            # box), the packed bytes ending right before a guard page and starting right after
+            for level in range(3):
+                _copy._simd(level)
+                for pixels in (1, 3, 17, 40):
+                    x = (np.arange(64 * pixels, dtype=np.float32) % 16 - 8).reshape(64, pixels)
+                    nbytes = 32 * pixels
+                    for at_end in (False, True):
+                        a, addr = place("dst", nbytes, at_end)
+                        _convert.convert_memory(addr, x.ctypes.data, (pixels, 64), (64, 1),
+                                                (1, pixels), "int4", "float32", 1.0, None)
+                        s, saddr = place("src", nbytes, at_end)
+                        lo = s.size - nbytes if at_end else 0
+                        s.bytes[lo:lo + nbytes] = a.bytes[a.size - nbytes if at_end else 0:][
+                            :nbytes]
+                        back = np.empty((64, pixels), np.float32)
+                        _convert.convert_memory(back.ctypes.data, saddr, (pixels, 64),
+                                                (1, pixels), (64, 1), "float32", "int4")
+                        if not np.array_equal(back, x):
+                            return f"pixels={pixels} end={at_end} level={level}"
+            _copy._simd(99)
+            return "ok"
+
         report()
     """, timeout=300)
-    assert probe_results(out)["every_level_and_end"] == "ok"
+    results = probe_results(out)
+    assert results["every_level_and_end"] == "ok"
+    assert results["planes_route_at_every_level"] == "ok"
 
 
 # ---- copyto / relayout with containers ---------------------------------------------------------
