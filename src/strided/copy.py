@@ -723,10 +723,17 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
         ``"CHWN4"``; see :func:`strided.formats.parse_blocked`.
     dtype : dtype, optional
         The result's dtype (as for :func:`relayout`): packing float32 into ``np.int8``
-        quantizes, with ``scale``/``shift``.
+        quantizes, with ``scale``/``shift``. ``"int4"`` / ``"uint4"`` (or ml_dtypes' types)
+        quantizes into 4-bit elements packed two a byte, element 2k of a block in the low
+        nibble of its byte k: the result is a uint8 *container* of the physical shape with
+        its last dimension halved (``(N, ceil(C/64), H, W, 32)`` for NCHW64, byte for byte
+        MegEngine's NCHW64 and CUTLASS's NC64HW64); the block must be even.
     scale, shift : number or 1-D array-like of C values, optional
         The affine step of :func:`copyto`, per channel when vectors (the channel axis is C):
-        ``y = saturate(round_half_even(x * scale + shift))`` for an integer dtype.
+        ``y = saturate(round_half_even(x * scale + shift))`` for an integer dtype. The
+        padding channels of an integer result hold the *quantized zero*,
+        ``saturate(round_half_even(shift))``, so that they dequantize to 0 (with a shift per
+        channel: when every channel's gives the same one, else 0).
     num_threads : int, optional
         Threads of the copy (see :func:`copyto`).
 
@@ -737,7 +744,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
         :func:`strided.formats.blocked_shape` gives: ``(N, ceil(C/x), H, W, x)`` for NCHWx,
         ``(ceil(C/4), H, W, N, 4)`` for CHWN4. Channel ``c`` of x is
         ``[n, c // x, h, w, c % x]`` (NCHWx); the channels after the last one, up to a
-        multiple of x, are zeros.
+        multiple of x, are zeros (the quantized zero of an integer result).
 
     Raises
     ------
@@ -767,6 +774,17 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     >>> f = np.array([0.5, -1.2, 3.0, 100.0, 2.5], np.float32).reshape(1, 5, 1, 1)
     >>> st.to_blocked(f, "NCHW4", dtype=np.int8, scale=10.0).ravel()
     array([   5,  -12,   30,  127,   25,    0,    0,    0], dtype=int8)
+
+    ... and into 4-bit NCHW64, asymmetric uint4 (zero point 8: the padding holds 8):
+
+    >>> q = st.to_blocked(f, "NCHW64", dtype="uint4", scale=2.0, shift=8.0)
+    >>> q.shape, q.dtype
+    ((1, 1, 1, 1, 32), dtype('uint8'))
+    >>> [hex(b) for b in q.ravel()[:4]]                   # 9, 6 | 14, 15 | 13, 8 | 8, 8
+    ['0x69', '0xfe', '0x8d', '0x88']
+    >>> st.from_blocked(q, "NCHW64", channels=5, src_dtype="uint4", dtype=np.float32,
+    ...                 scale=0.5, shift=-4.0).ravel()
+    array([ 0.5, -1. ,  3. ,  3.5,  2.5], dtype=float32)
     """
     spec = parse_blocked(fmt)
     params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
@@ -827,8 +845,16 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     channels : int
         ``C``, the number of logical channels: ``(blocks - 1) * x < C <= blocks * x``
         (``C = 0`` when there are no blocks).
+    dtype : dtype, optional
+        The result's dtype (default: y's; the carrier for 4-bit elements, ``int8`` for
+        int4 and ``uint8`` for uint4).
+    scale, shift : number or 1-D array-like of C values, optional
+        The affine step of :func:`copyto` (dequantizing: ``x = y * scale + shift``).
     num_threads : int, optional
         Threads of the copy (see :func:`copyto`).
+    src_dtype : {"int4", "uint4"}, optional
+        y is a uint8 container of 4-bit elements, as :func:`to_blocked` makes them: its last
+        dimension holds the block in ``x / 2`` contiguous bytes.
 
     Returns
     -------
