@@ -35,7 +35,7 @@ targets of issue 13, each met or MISSED.
 Examples
 --------
 >>> [case.name for case in select_cases(["quant", "half"])]
-['quantize', 'half']
+['quantize', 'half', 'quantize4']
 >>> [c.label for c in CASES_BY_NAME["normalize"].configs(quick=True)]
 ['32x32', '48x64', '4x32x32']
 """

@@ -27,6 +27,7 @@ array([[0., 2., 4., 0.],
 
 from __future__ import annotations
 
+import ctypes
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
@@ -1051,9 +1052,7 @@ def _padding_zero(conversion: Conversion | None, dst_type: str | None,
 
 def _quantized(value: float, wide: bool, lo: int, hi: int) -> int:
     """saturate(rint(value)) in the compute type (float32 unless ``wide``); NaN -> 0."""
-    import numpy as np  # (numpy is loaded: an array was read)
-
-    v = float(np.float64(value) if wide else np.float32(value))
+    v = value if wide else ctypes.c_float(value).value    # (rounded to float32, as the engine)
     if v != v:
         return 0
     return int(min(max(round(v), lo), hi))    # (round: half to even, as rint)
@@ -1169,9 +1168,7 @@ def _check_inside(layout: Layout, record: MemoryRecord, type_name_: str, name: s
 def _fill_4bit(out: Any, record: MemoryRecord, sub: _dtypes.SubByteType, layout: Layout,
                value: int) -> None:
     """Write ``value`` into every 4-bit element of ``layout`` (nibbles of container ``out``)."""
-    import numpy as np
-
-    one = np.array([value], dtype=sub.carrier)
+    one = bytes([value & 0xFF])          # the carrier's byte (two's complement for int4)
     _convert_4bit((out, record, sub.name), (one, describe(one), sub.carrier),
                   [(layout, Layout(layout.sizes, (0,) * layout.ndim), None)], 1)
 
