@@ -1044,7 +1044,8 @@ def _padding_zero(conversion: Conversion | None, dst_type: str | None,
     their own: 0 unless every channel's shift gives the same zero."""
     if conversion is None or conversion.shift is None or dst_type not in _INT_RANGES:
         return 0
-    shifts = conversion.shift if type(conversion.shift) is tuple else (conversion.shift,)
+    shift = conversion.shift
+    shifts: tuple[float, ...] = shift if isinstance(shift, tuple) else (shift,)
     wide = src_type is not None and _dtypes.compute_type(src_type) == "float64"
     zeros = {_quantized(value, wide, *_INT_RANGES[dst_type]) for value in shifts}
     return zeros.pop() if len(zeros) == 1 else 0
@@ -1125,7 +1126,7 @@ def _piece_params(params: _Params, channels: Layout) -> _Params:
 
 
 def _convert_4bit(dst: tuple[Any, MemoryRecord, str], src: tuple[Any, MemoryRecord, str],
-                  runs: list[tuple[Layout, Layout, _Params | None]],
+                  runs: Sequence[tuple[Layout, Layout, _Params | None]],
                   num_threads: int | None) -> None:
     """Convert each (dst layout, src layout, parameters) run between two host arrays of the
     engine's type names (``"int4"`` / ``"uint4"``: a uint8 container, the layout counting
