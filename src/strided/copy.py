@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, overload
 from strided import _convert, _copy, _core, _dtypes
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
-from strided.interop import describe, view
+from strided.interop import container_layouts, describe, view
 from strided.interop._record import MemoryRecord, check_view, device_name, type_name
 from strided.layout import Layout
 
@@ -1102,7 +1102,7 @@ def _to_blocked_4bit(x: Any, record: MemoryRecord, spec: BlockedFormat,
                     blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
                     dtype=record.adapter.resolve_dtype("uint8")[1])
     out_record = describe(out)
-    nibbles = Layout(physical)           # the container's elements, counted in nibbles
+    nibbles = Layout(physical, bits=4)   # the container's elements
     pieces = _blocked_pieces(record.layout, nibbles, spec)
     params_of = _channel_params(params, (n, c, h, w), 1)
     channels = _channel_pieces(record.layout, nibbles, spec)
@@ -1240,27 +1240,10 @@ def _containers_4bit(record: MemoryRecord, x: Any, name: str,
         raise TypeError(f"{name} has dtype {record.adapter.dtype_name(x, record)}: a container "
                         f"of 4-bit elements ({name}_dtype={sub.name!r}) is a uint8 array of "
                         f"the packed bytes")
-    layout = record.layout
-    if layout.ndim == 0:
-        raise ValueError(f"{name} is 0-d: a container of 4-bit elements has a dimension of "
-                         f"bytes holding two elements each")
-    sizes, strides = layout.sizes, layout.strides
-    candidates = ([d for d in reversed(range(layout.ndim)) if sizes[d] > 1 and strides[d] == 1]
-                  + [d for d in reversed(range(layout.ndim))
-                     if sizes[d] <= 1 or layout.size == 0])     # (an empty one: any)
-    if layout.size and not any(sizes[d] > 1 for d in candidates) and any(n > 1 for n in sizes):
-        raise ValueError(f"{name} has byte strides {strides} for shape {sizes}: a container of "
-                         f"4-bit elements needs one dimension of contiguous bytes (stride 1), "
-                         f"which holds two elements a byte")
-    return [_doubled(sizes, strides, unit, odd) for odd in (False, True) for unit in candidates]
-
-
-def _doubled(sizes: tuple[int, ...], strides: tuple[int, ...], unit: int, odd: bool) -> Layout:
-    """The 4-bit layout of a container whose dimension ``unit`` holds two elements a byte
-    (``odd``: one fewer)."""
-    new = list(sizes)
-    new[unit] = max(0, 2 * new[unit] - (1 if odd and new[unit] else 0))
-    return Layout(tuple(new), tuple(1 if d == unit else 2 * s for d, s in enumerate(strides)))
+    try:
+        return container_layouts(record.layout)
+    except ValueError as e:
+        raise ValueError(f"{name}{str(e).removeprefix('x')}") from None
 
 
 def _copyto_4bit(dst: Any, src: Any, dst_sub: _dtypes.SubByteType | None,

@@ -33,8 +33,8 @@ from strided.layout import Layout
 if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
     from strided._typing import BytesLike, NDArray, Tensor
 
-__all__ = ["MemoryRecord", "SubByteArray", "SubByteExporter", "describe", "from_dlpack_subbyte",
-           "layout_of", "to_dlpack_subbyte", "view"]
+__all__ = ["MemoryRecord", "SubByteArray", "SubByteExporter", "container_layouts", "describe",
+           "from_dlpack_subbyte", "layout_of", "to_dlpack_subbyte", "view"]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 
@@ -91,13 +91,19 @@ def describe(x: Any) -> MemoryRecord:
     )
 
 
-def layout_of(x: Any) -> Layout:
+def layout_of(x: Any, *, bits: int | None = None) -> Layout:
     """The :class:`~strided.Layout` of an array: offset 0 at its first element, itemsize set.
 
     Parameters
     ----------
     x : array
         A numpy array, bytes-like object, torch tensor (any device) or DLPack array.
+    bits : {None, 4}, optional
+        4: ``x`` is a uint8 *container* of 4-bit elements (two a byte, low nibble first):
+        the layout of its elements, its dimension of byte stride 1 holding two a byte, the
+        other strides doubled (``bits=4``). An array cannot say that it holds 4-bit
+        elements, so this is asked for. A container holding an odd count along that
+        dimension shows one element more (the last high nibble).
 
     Returns
     -------
@@ -122,10 +128,51 @@ def layout_of(x: Any) -> Layout:
     Layout(sizes=(6, 4), strides=(-1, 6), offset=0, itemsize=2)
     >>> st.layout_of(b"abc")
     Layout(sizes=(3,), strides=(1,), offset=0, itemsize=1)
+    >>> st.layout_of(np.zeros((2, 3, 32), np.uint8), bits=4)     # NCHW64's last two dims
+    Layout(sizes=(2, 3, 64), strides=(192, 64, 1), offset=0, bits=4)
     """
+    if bits is not None:
+        return container_layouts(_container_record(x, bits))[0]
     # plain ndarrays and CPU tensors are read from their C structs; the rest is described
     layout = layout_of_array(x)
     return describe(x).layout if layout is None else layout
+
+
+def _container_record(x: Any, bits: Any) -> Layout:
+    """The byte layout of a uint8 container of ``bits``-bit elements (4 only)."""
+    if type(bits) is not int or bits != 4:
+        raise ValueError(f"bits must be None or 4 (int4 / uint4 elements), got {bits!r}")
+    record = describe(x)
+    if record.dtype != (1, 8, 1):
+        raise TypeError(f"x has dtype {record.adapter.dtype_name(x, record)}: a container of "
+                        f"4-bit elements is a uint8 array of the packed bytes")
+    return record.layout
+
+
+def container_layouts(layout: Layout) -> list[Layout]:
+    """Every layout of 4-bit elements a uint8 container of byte layout ``layout`` may hold,
+    the likeliest first: its dimension of byte stride 1 (or, when none has more than one
+    byte, one of size 1) holds two elements a byte (or one fewer: an odd count); the other
+    strides are doubled. ValueError when no dimension of several bytes is contiguous."""
+    sizes, strides = layout.sizes, layout.strides
+    if layout.ndim == 0:
+        raise ValueError("x is 0-d: a container of 4-bit elements has a dimension of bytes "
+                         "holding two elements each")
+    candidates = ([d for d in reversed(range(layout.ndim)) if sizes[d] > 1 and strides[d] == 1]
+                  + [d for d in reversed(range(layout.ndim))
+                     if sizes[d] <= 1 or layout.size == 0])     # (an empty one: any)
+    if layout.size and not any(sizes[d] > 1 for d in candidates) and any(n > 1 for n in sizes):
+        raise ValueError(f"x has byte strides {strides} for shape {sizes}: a container of "
+                         f"4-bit elements needs one dimension of contiguous bytes (stride 1), "
+                         f"which holds two elements a byte")
+    out = []
+    for odd in (False, True):
+        for unit in candidates:
+            new = list(sizes)
+            new[unit] = max(0, 2 * new[unit] - (1 if odd and new[unit] else 0))
+            out.append(Layout(tuple(new), tuple(1 if d == unit else 2 * s
+                                                for d, s in enumerate(strides)), bits=4))
+    return out
 
 
 # Typed so that the view keeps base's library: torch in, torch out; numpy (or bytes) in, numpy
@@ -203,6 +250,14 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     """
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
+    if isinstance(layout, Layout) and layout.bits == 4:
+        raise ValueError(
+            f"layout has 4-bit elements, which no array library holds as strided elements "
+            f"(numpy's and torch's smallest is a byte): there is no view of {layout!r}. The "
+            f"packed bytes are a uint8 container (its innermost dimension halved; "
+            f"relayout(x, order, dtype='int4') makes one); read the values with "
+            f"copyto(out, container, src_dtype='int4') or unpack_bits, export them with "
+            f"strided.interop.to_dlpack_subbyte")
     record = describe(base)
     check_view(layout, record)
     return record.adapter.view(base, record, layout, copy)
