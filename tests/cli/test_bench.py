@@ -452,9 +452,9 @@ def _tables(out: str) -> dict[str, list[list[str]]]:
 
 def test_convert_case_selection() -> None:
     assert [c.name for c in bench_convert.select_cases(None)] == \
-        ["normalize", "to-uint8", "quantize", "half"]
+        ["normalize", "to-uint8", "quantize", "half", "quantize4"]
     assert [c.name for c in bench_convert.select_cases(["HALF", "quant"])] == \
-        ["quantize", "half"]
+        ["quantize", "half", "quantize4"]
     with pytest.raises(ValueError, match="no case matches 'nope'"):
         bench_convert.select_cases(["nope"])
 
@@ -464,7 +464,8 @@ def test_convert_quick_configs_are_tiny_and_full_ones_are_the_issues() -> None:
     assert full == {"normalize": ["224x224", "1080x1920", "64x224x224"],
                     "to-uint8": ["224x224", "1080x1920"],
                     "quantize": ["->NCHW4", "->NCHW32", "<-NCHW4", "<-NCHW32"],
-                    "half": ["float16", "bfloat16"]}
+                    "half": ["float16", "bfloat16"],
+                    "quantize4": ["->NCHW64", "<-NCHW64"]}
     libs = bench_convert.libraries()
     for case in bench_convert.CASES:
         for lazy in case.configs(quick=True):
@@ -502,6 +503,19 @@ def test_convert_references_follow_the_formulas() -> None:
             continue
         assert config.reference.dtype == np.uint16  # the bits
         assert config.reference.shape == tuple(config.source.shape[i] for i in (0, 2, 3, 1))
+    to64, back64 = (lazy.build(libs) for lazy in by["quantize4"].configs(quick=True))
+    x = to64.source
+    n, c, h, w = x.shape
+    s4 = np.float32(bench_convert.QUANT_SCALE / 16)
+    q = np.clip(np.rint(x * (1 / s4)), -8, 7).astype(np.int64)    # one rounding: within 1
+    packed = to64.reference.reshape(n, c // 64, h, w, 32).astype(np.int64)
+    lo = ((packed & 15) ^ 8) - 8                                   # the nibbles, brute force
+    hi = ((packed >> 4) ^ 8) - 8
+    values = np.stack([lo, hi], axis=-1).reshape(n, c // 64, h, w, 64)
+    values = values.transpose(0, 1, 4, 2, 3).reshape(n, c, h, w)
+    assert np.abs(values - q).max() <= 1 and values.min() == -8 and values.max() == 7
+    assert np.array_equal(back64.source, to64.reference)
+    assert np.allclose(back64.reference, values * s4, rtol=0, atol=1e-6)
 
 
 def test_convert_main_prints_a_table_per_case(capsys: pytest.CaptureFixture[str]) -> None:
@@ -514,7 +528,9 @@ def test_convert_main_prints_a_table_per_case(capsys: pytest.CaptureFixture[str]
         header, *rows = tables[case.name]
         assert header[:2] == ["config", "thr"]
         assert header[-2:] == ["target", "others"]
-        for column in ("numpy ms", "cast np ms", "st GB/s", "st/peer", "best peer", "st/floor"):
+        # (quantize4's floor is strided's own int8 NCHW32 of the same tensor, not a cast)
+        floor = "st int8 NCHW32 ms" if case.name == "quantize4" else "cast np ms"
+        for column in ("numpy ms", floor, "st GB/s", "st/peer", "best peer", "st/floor"):
             assert column in header, (case.name, column)
         assert ("strided ms" in header) == CONVERTS
         assert ("memcpy ms" in header) == (case.name == "half")
