@@ -176,12 +176,12 @@ def block_of(fmt):
     return int(fmt[4:])
 
 
-def blocked(q, fmt):
-    """The physical blocked array of a logical (N, C, H, W) array, padding channels 0."""
+def blocked(q, fmt, pad=0):
+    """The physical blocked array of a logical (N, C, H, W) array, padding channels ``pad``."""
     x = block_of(fmt)
     n, c, h, w = q.shape
     nb = -(-c // x)
-    padded = np.zeros((n, nb * x, h, w), q.dtype)
+    padded = np.full((n, nb * x, h, w), pad, q.dtype)
     padded[:, :c] = q
     five = padded.reshape(n, nb, x, h, w)
     if fmt == "CHWN4":
@@ -209,7 +209,20 @@ def test_to_blocked_quantizes_per_channel(fmt, c, dst):
         y = strided.to_blocked(x, fmt, dtype=np_dtype(dst), **kw)
         q = affine(x, dst, axis=1, **kw)
         assert isinstance(y, np.ndarray) and y.dtype == np_dtype(dst)
-        assert_converted_equal(y, blocked(q, fmt), None, f"{fmt} C={c} {dst} {list(kw)}")
+        assert_converted_equal(y, blocked(q, fmt, quantized_zero(dst, kw.get("shift"))), None,
+                               f"{fmt} C={c} {dst} {list(kw)}")
+
+
+def quantized_zero(dst, shift):
+    """What an integer blocked result's padding channels hold (MegEngine's rule): x = 0
+    quantized, saturate(rint(shift)) in float32 (the compute type of float32 sources); with a
+    shift per channel, that value when every channel gives the same one, else 0."""
+    if shift is None:
+        return 0
+    info = np.iinfo(dst)
+    zeros = {int(np.clip(np.rint(np.float32(v)), info.min, info.max))
+             for v in np.atleast_1d(np.asarray(shift, np.float64))}
+    return zeros.pop() if len(zeros) == 1 else 0
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -242,10 +255,12 @@ def test_blocked_plain_dtype_conversion(fmt):
         assert_converted_equal(back, cast(cast(x, dst), "float32"), None, f"{fmt} {dst} back")
 
 
-def test_to_blocked_padding_is_zero_not_the_shift():
+def test_to_blocked_padding_is_the_quantized_zero_of_integers_and_zero_of_floats():
     x = np.zeros((1, 5, 1, 1), np.float32)
     y = strided.to_blocked(x, "NCHW4", dtype=np.int8, shift=9.0)
-    assert y.ravel().tolist() == [9, 9, 9, 9, 9, 0, 0, 0]
+    assert y.ravel().tolist() == [9, 9, 9, 9, 9, 9, 9, 9]      # the padding dequantizes to 0
+    y = strided.to_blocked(x, "NCHW4", dtype=np.int8, shift=[1, 2, 3, 4, 5])
+    assert y.ravel().tolist() == [1, 2, 3, 4, 5, 0, 0, 0]      # no zero of its own: 0
     y = strided.to_blocked(x, "NCHW4", dtype=np.float32, scale=2.0, shift=[1, 2, 3, 4, 5])
     assert y.ravel().tolist() == [1, 2, 3, 4, 5, 0, 0, 0]
     assert y.view(np.uint32)[0, 1, 0, 0, 1:].tolist() == [0, 0, 0]     # +0.0
@@ -443,7 +458,7 @@ def test_torch_path_relayout_and_blocked(torch_path):
     s = torch.linspace(0.02, 0.07, 6, dtype=torch.float64)
     q = strided.to_blocked(t, "NCHW4", dtype=torch.int8, scale=1 / s, shift=5.0)
     expected_q = affine(x, "int8", scale=(1 / s).numpy(), shift=5.0, axis=1)
-    assert_converted_equal(to_numpy(q), blocked(expected_q, "NCHW4"), None, "to_blocked")
+    assert_converted_equal(to_numpy(q), blocked(expected_q, "NCHW4", 5), None, "to_blocked")
     back = strided.from_blocked(q, "NCHW4", channels=6, dtype=torch.float32, scale=s,
                                 shift=-5 * s)
     assert_converted_equal(to_numpy(back), affine(expected_q, "float32", scale=s.numpy(),
