@@ -6,7 +6,8 @@
   (torch: ``"NHWC"`` is channels_last), holding ``astype``'s values (an unsafe cast), or the
   affine values with ``scale``/``shift`` per channel along ``axis``.
 - ``to_blocked(x, fmt, dtype=np.int8, scale=1/s, shift=z)`` quantizes per channel (vectors of
-  length C along the logical C axis) and the padding channels hold 0, not the shift;
+  length C along the logical C axis) and the padding channels hold the quantized zero,
+  ``saturate(rint(shift))`` (0 without a shift; with a shift per channel, the one they share);
   ``from_blocked(y, fmt, channels=C, dtype=np.float32, scale=s, shift=...)`` dequantizes and
   ignores whatever the padding lanes hold.
 - ``copyto`` from numpy into torch and back converts like numpy -> numpy (bfloat16 on both
