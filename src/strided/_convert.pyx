@@ -96,13 +96,13 @@ st_cvt_init()   # once, at import
 # its stub has always listed.
 from strided._dtypes import CASTINGS, TYPE_NAMES, can_cast, check_pair, compute_type  # no-cython-lint
 from strided._dtypes import CODES as _CODES
-from strided._dtypes import SUB_BYTE
+from strided._dtypes import SUB_BYTE as _SUB_BYTE
 
 
 def _carrier(name):
     """(bits, the engine's type name) of a type name: a 4-bit type moves as its carrier."""
-    if type(name) is str and name in SUB_BYTE:
-        return 4, SUB_BYTE[name].carrier
+    if type(name) is str and name in _SUB_BYTE:
+        return 4, _SUB_BYTE[name].carrier
     return 0, name
 
 
