@@ -932,49 +932,49 @@ cdef bint _box_dense(const _Nibbles* N, const int64_t* strides) noexcept nogil:
     return True
 
 
+cdef inline int64_t _step(int64_t* idx, const int64_t* bsz, const int64_t* strides, int nb,
+                          int64_t at) noexcept nogil:
+    """The odometer of a box (dims of sizes ``bsz``, innermost last): the next index after
+    ``idx``, and the offset ``at`` moved with it along ``strides``."""
+    cdef int i = nb - 1
+    while i >= 0:
+        idx[i] += 1
+        at += strides[i]
+        if idx[i] < bsz[i]:
+            return at
+        at -= idx[i] * strides[i]
+        idx[i] = 0
+        i -= 1
+    return at
+
+
 cdef void _gather4(const _Nibbles* N, char* out, const unsigned char* base, int64_t at,
                    const int64_t* bsz, int sign) noexcept nogil:
-    """A box of a 4-bit side that is not one run: element by element into packed carriers."""
+    """A box of a 4-bit source that is not one run: element by element into packed
+    carriers."""
     cdef int64_t idx[MAX_NDIM]
-    cdef int64_t k = 0, total = 1
+    cdef int64_t k, total = 1
     cdef int i, nb = N.nd - N.split
     for i in range(nb):
         idx[i] = 0
         total *= bsz[i]
-    while k < total:
+    for k in range(total):
         out[k] = st_nib_get(base, at, sign)
-        k += 1
-        i = nb - 1
-        while i >= 0:
-            idx[i] += 1
-            at += N.sstr[N.split + i]
-            if idx[i] < bsz[i]:
-                break
-            at -= idx[i] * N.sstr[N.split + i]
-            idx[i] = 0
-            i -= 1
+        at = _step(idx, bsz, N.sstr + N.split, nb, at)
 
 
 cdef void _scatter4(const _Nibbles* N, unsigned char* base, int64_t at, const char* values,
                     const int64_t* bsz, int how) noexcept nogil:
+    """The inverse, into a 4-bit destination's box."""
     cdef int64_t idx[MAX_NDIM]
-    cdef int64_t k = 0, total = 1
+    cdef int64_t k, total = 1
     cdef int i, nb = N.nd - N.split
     for i in range(nb):
         idx[i] = 0
         total *= bsz[i]
-    while k < total:
+    for k in range(total):
         st_nib_put(base, at, values + k, how)
-        k += 1
-        i = nb - 1
-        while i >= 0:
-            idx[i] += 1
-            at += N.dstr[N.split + i]
-            if idx[i] < bsz[i]:
-                break
-            at -= idx[i] * N.dstr[N.split + i]
-            idx[i] = 0
-            i -= 1
+        at = _step(idx, bsz, N.dstr + N.split, nb, at)
 
 
 cdef void _convert_box(const _Nibbles* N, char* dst, const int64_t* dstr, const char* src,

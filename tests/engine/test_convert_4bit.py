@@ -86,6 +86,17 @@ def strides_of(sizes, order, pads=None, first_pad=0):
     return tuple(strides)
 
 
+def flipped(strides, sizes, flips):
+    """(strides, base): the dims of ``flips`` walked backwards (negative strides on the 4-bit
+    side), ``base`` the offset of element 0 that keeps every element at offset >= 0."""
+    strides, base = list(strides), 0
+    for d, flip in enumerate(flips):
+        if flip and sizes[d] > 1:
+            base += strides[d] * (sizes[d] - 1)
+            strides[d] = -strides[d]
+    return strides, base
+
+
 def src_array(rng, src_type, sizes):
     if src_type.startswith(("float", "bfloat")):
         a = rng.normal(0, 6, sizes)
@@ -136,12 +147,7 @@ def test_quantize_into_any_layout_matches_the_brute_force_packer(layout, dst_typ
     sizes, order, pads, flips, first = layout
     sizes = tuple(sizes)
     rng = np.random.default_rng(seed)
-    strides = list(strides_of(sizes, order, pads))
-    base = 0
-    for d, flip in enumerate(flips):     # negative strides on the 4-bit side too
-        if flip and sizes[d] > 1:
-            base += strides[d] * (sizes[d] - 1)
-            strides[d] = -strides[d]
+    strides, base = flipped(strides_of(sizes, order, pads), sizes, flips)
     x = src_array(rng, src_type, sizes)
     x = x[tuple(slice(None, None, -1) if f else slice(None) for f in flips[::-1])] \
         if len(flips) == x.ndim else x       # negative strides on the source
@@ -177,12 +183,7 @@ def test_dequantize_from_any_layout_matches_the_brute_force_unpacker(layout, src
     sizes, order, pads, flips, first = layout
     sizes = tuple(sizes)
     rng = np.random.default_rng(seed)
-    strides = list(strides_of(sizes, order, pads))
-    base = 0
-    for d, flip in enumerate(flips):
-        if flip and sizes[d] > 1:
-            base += strides[d] * (sizes[d] - 1)
-            strides[d] = -strides[d]
+    strides, base = flipped(strides_of(sizes, order, pads), sizes, flips)
     nib = offsets(sizes, strides, first + base) or [0]
     buf = rng.integers(0, 256, max(nib) // 2 + 2, dtype=np.uint8)
     before = buf.copy()
@@ -402,7 +403,6 @@ def test_every_even_block_of_4bit_elements_round_trips(fmt, block):
     x = rng.normal(0, 3, (3, 37, 4, 5)).astype(np.float32)
     y = st.to_blocked(x, fmt, dtype="uint4", scale=1.0, shift=8.0)
     ref = st.to_blocked(quantize4(x, "uint4", 1.0, 8.0).astype(np.uint8), fmt)
-    ref[..., :] = ref   # (the byte-sized blocked array of the same values, padding 0)
     phys = ref.astype(np.int64)
     pad = -(-37 // block) * block - 37
     if pad:   # padding lanes hold the quantized zero, 8
