@@ -22,6 +22,22 @@ def convert_memory(
     num_threads: int | None = None,
     dst_first: SupportsIndex = 0,
     src_first: SupportsIndex = 0,
+    divide: bool = False,
+) -> None: ...
+def convert_many(
+    dst_addresses: Sequence[SupportsIndex],
+    src_addresses: Sequence[SupportsIndex],
+    sizes: Sequence[SupportsIndex],
+    dst_strides: Sequence[SupportsIndex],
+    src_strides: Sequence[SupportsIndex],
+    dst_type: str,
+    src_type: str,
+    scale: _Params = None,
+    shift: _Params = None,
+    param_strides: Sequence[SupportsIndex] | None = None,
+    param_length: SupportsIndex = 1,
+    num_threads: int | None = None,
+    divide: bool = False,
 ) -> None: ...
 def _nibble_boxes(
     sizes: Sequence[SupportsIndex],

@@ -33,8 +33,8 @@ from libc.stdint cimport int64_t, intptr_t
 from libc.string cimport memcpy
 
 from strided._copy cimport (
-    Plan, Reader, Tuning, copy_elements, copy_overlapping, copy_threads, default_threads,
-    execute, fused_fn, pixels_fn, planes_fn, plan_problem, plan_run, run_team, simd_level,
+    Plan, Reader, Tuning, copy_elements, copy_elements_many, copy_overlapping, copy_threads,
+    default_threads, execute, execute_many, fused_fn, pixels_fn, planes_fn, plan_problem, plan_run, run_team, simd_level,
     streams, tiled_fn, transpose_block, tuning_now,
 )
 from strided._core cimport (
@@ -66,6 +66,7 @@ cdef extern from "_kernels/convert.h":
         ST_CVT_PLAIN
         ST_CVT_AFF32
         ST_CVT_AFF64
+        ST_CVT_DIV32
         ST_BLOCK_COPY
         ST_BLOCK_TRANSPOSE
     ctypedef struct st_cvt_op:
@@ -488,7 +489,7 @@ cdef void free_params(Params* params) noexcept:
 
 def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, dst_type,
                    src_type, scale=None, shift=None, param_strides=None, param_length=1,
-                   num_threads=None, dst_first=0, src_first=0):
+                   num_threads=None, dst_first=0, src_first=0, divide=False):
     """Convert a strided tensor between raw addresses (element strides; no bounds checks).
 
     Element ``index`` is read as ``src_type`` at ``src_address + dot(index, src_strides) *
@@ -518,11 +519,16 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
         Strides into the parameter vectors, one per dim (default: all 0).
     param_length : int
         Length of the parameter vectors.
+    divide : bool
+        ``t = x / scale + shift`` instead (float32 compute types only, byte-sized sides):
+        the division of torchvision's ``Normalize``, which strided's torchvision-exact
+        image form reproduces.
 
     Raises
     ------
     TypeError
-        An unknown type name, a pair the engine does not convert, a parameter that is not real.
+        An unknown type name, a pair the engine does not convert, a parameter that is not
+        real, ``divide`` with a float64 compute type or a 4-bit side.
     ValueError
         Mismatched ranks, a NULL address for a non-empty conversion, a destination whose
         elements overlap each other, parameters whose strides reach outside their length.
@@ -576,8 +582,11 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
                          f"but the conversion has {count} elements")
     if count:
         _refuse_self_overlap(nd, sz, dst)
+    if divide and (dst_bits == 4 or src_bits == 4):
+        raise TypeError("divide converts byte-sized elements only, not int4/uint4")
     load_params(&params, scale, shift, length, _CODES[src_carrier])
     try:
+        _set_divide(&params, divide, src_carrier)
         if dst_bits == 4 or src_bits == 4:
             convert_nibbles(dptr, dst_base, _CODES[dst_carrier], dst_bits, sptr, src_base,
                             _CODES[src_carrier], src_bits, nd, sz, dst, src, &params, par,
@@ -587,6 +596,22 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
                              &params, par, count, nthreads)
     finally:
         free_params(&params)
+
+
+cdef int _set_divide(Params* params, object divide, str src_type) except -1:
+    """Make an affine conversion divide by its scale (ST_CVT_DIV32) when ``divide`` is true:
+    float32 compute types only (the torchvision-exact mode's division is in float32)."""
+    if type(divide) is not bool:
+        raise TypeError(f"divide must be True or False, got {type(divide).__name__}")
+    if not divide:
+        return 0
+    if params.mode == ST_CVT_PLAIN:
+        raise ValueError("divide=True divides by the scale: give a scale")
+    if params.mode != ST_CVT_AFF32:
+        raise TypeError(f"divide computes in float32, but a {src_type} source converts in "
+                        f"{compute_type(src_type)}")
+    params.mode = ST_CVT_DIV32
+    return 0
 
 
 cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* sizes,
@@ -658,6 +683,181 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
         else:
             with nogil:
                 execute(&P, dptr, sptr, nthreads, most, tiles)
+    finally:
+        PyMem_RawFree(P.period_scale)
+        PyMem_RawFree(tiles)
+    return 0
+
+
+# ---- many copies of one problem: a batch ----------------------------------------------------
+
+def convert_many(dst_addresses, src_addresses, sizes, dst_strides, src_strides, dst_type,
+                 src_type, scale=None, shift=None, param_strides=None, param_length=1,
+                 num_threads=None, divide=False):
+    """:func:`convert_memory` for many address pairs of one layout pair, as one job.
+
+    Pair ``k`` converts ``src_addresses[k]`` into ``dst_addresses[k]`` exactly as
+    :func:`convert_memory` would (a plain copy when the types are the same and no parameter
+    is given); the plan is made once and the threads of one team claim blocks across all the
+    pairs, so a batch of small images keeps every thread busy (:func:`strided.stack`).
+
+    Unlike :func:`convert_memory`, the pairs must not share memory: no source may share a
+    byte with any destination, and no two destinations a byte (ValueError naming the pair,
+    before anything is written). Byte-sized types only (no int4/uint4).
+
+    Parameters
+    ----------
+    dst_addresses, src_addresses : sequence of int
+        As many of each; read once, into the engine's own memory, before anything else is
+        done with them.
+    sizes, dst_strides, src_strides, dst_type, src_type, scale, shift, param_strides, \
+param_length, num_threads, divide :
+        As for :func:`convert_memory`, shared by every pair.
+
+    Raises
+    ------
+    TypeError, ValueError, OverflowError
+        As :func:`convert_memory`, and ValueError for sequences of different lengths or
+        pairs that share memory.
+    """
+    cdef int64_t sz[MAX_NDIM]
+    cdef int64_t dst[MAX_NDIM]
+    cdef int64_t src[MAX_NDIM]
+    cdef int64_t par[MAX_NDIM]
+    cdef int64_t count, length, copies, k, dlo, dhi, slo, shi
+    cdef int nd, i, nthreads, dsz, ssz
+    cdef char** dsts = NULL
+    cdef const char** srcs = NULL
+    cdef Params params
+    scale = load_parameter(scale, "scale")
+    shift = load_parameter(shift, "shift")
+    affine = scale is not None or shift is not None
+    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
+    load_strides(src_strides, "src_strides", src, nd)
+    if param_strides is None:
+        for i in range(nd):
+            par[i] = 0
+    else:
+        load_strides(param_strides, "param_strides", par, nd)
+    length = as_int64(param_length, "param_length")
+    if length < 1:
+        raise ValueError(f"param_length must be >= 1, got {length}")
+    for name in (dst_type, src_type):
+        if _carrier(name)[0] == 4:
+            raise TypeError(f"convert_many converts byte-sized types, not {name}")
+    check_pair(dst_type, src_type, affine)
+    nthreads = copy_threads(num_threads)
+    # the addresses: read once (a sequence that changes while it is read is read as it was)
+    dst_list = tuple(dst_addresses)
+    src_list = tuple(src_addresses)
+    if len(dst_list) != len(src_list):
+        raise ValueError(f"{len(dst_list)} dst_addresses but {len(src_list)} src_addresses: "
+                         f"give one of each per pair")
+    copies = len(dst_list)
+    dsz = st_type_size[_CODES[dst_type]]
+    ssz = st_type_size[_CODES[src_type]]
+    if c_size(nd, sz, &count):
+        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
+    check_byte_span(nd, sz, dst, dsz, "dst_strides")
+    check_byte_span(nd, sz, src, ssz, "src_strides")
+    byte_span_leaves_int64(nd, sz, dst, dsz, &dlo, &dhi)
+    byte_span_leaves_int64(nd, sz, src, ssz, &slo, &shi)
+    if count:
+        _refuse_self_overlap(nd, sz, dst)
+    dsts = <char**>PyMem_RawMalloc(<size_t>max(<int64_t>1, copies) * sizeof(char*))
+    srcs = <const char**>PyMem_RawMalloc(<size_t>max(<int64_t>1, copies) * sizeof(char*))
+    if dsts == NULL or srcs == NULL:
+        PyMem_RawFree(dsts)
+        PyMem_RawFree(<void*>srcs)
+        raise MemoryError()
+    try:
+        for k in range(copies):
+            dsts[k] = <char*><intptr_t>as_int64(dst_list[k], f"dst_addresses[{k}]")
+            srcs[k] = <const char*><intptr_t>as_int64(src_list[k], f"src_addresses[{k}]")
+            if count and (dsts[k] == NULL or srcs[k] == NULL):
+                raise ValueError(f"{'dst' if dsts[k] == NULL else 'src'}_addresses[{k}] is "
+                                 f"NULL (0) but the conversion has {count} elements")
+        if count == 0 or copies == 0:
+            return
+        _refuse_shared_pairs(dsts, srcs, copies, dlo * dsz, (dhi + 1) * dsz, slo * ssz,
+                             (shi + 1) * ssz)
+        load_params(&params, scale, shift, length, _CODES[src_type])
+        try:
+            _set_divide(&params, divide, src_type)
+            _convert_many(dsts, srcs, copies, nd, sz, dst, src, _CODES[dst_type],
+                          _CODES[src_type], &params, par, count, nthreads)
+        finally:
+            free_params(&params)
+    finally:
+        PyMem_RawFree(dsts)
+        PyMem_RawFree(<void*>srcs)
+
+
+cdef int _refuse_shared_pairs(char** dsts, const char** srcs, int64_t copies, int64_t dlo,
+                              int64_t dhi, int64_t slo, int64_t shi) except -1:
+    """ValueError when a source's byte range meets a destination's, or two destinations'
+    ranges meet (``[lo, hi)`` bytes from each address): convert_many runs the pairs at once,
+    so no pair may read or write what another writes. Ranges, not bytes: interleaved
+    layouts that share no byte are refused too (strided.stack stages those)."""
+    cdef int64_t j, k
+    cdef intptr_t a, b
+    for j in range(copies):
+        a = <intptr_t>dsts[j]
+        for k in range(copies):
+            b = <intptr_t>srcs[k]
+            if a + dhi > b + slo and b + shi > a + dlo:
+                raise ValueError(f"src_addresses[{k}] shares memory with dst_addresses[{j}]: "
+                                 f"the pairs of a batch must not share memory")
+            b = <intptr_t>dsts[k]
+            if k != j and a + dhi > b + dlo and b + dhi > a + dlo:
+                raise ValueError(f"dst_addresses[{j}] and dst_addresses[{k}] share memory: "
+                                 f"the destinations of a batch must not overlap")
+    return 0
+
+
+cdef int _convert_many(char** dsts, const char** srcs, int64_t copies, int nd,
+                       const int64_t* sizes, const int64_t* dst_strides,
+                       const int64_t* src_strides, int dst_code, int src_code,
+                       const Params* params, const int64_t* par, int64_t count,
+                       int nthreads) except -1:
+    """convert_elements for ``copies`` pairs that share no memory, as one job: one plan
+    sized for the work of them all (team, streaming), run by execute_many."""
+    cdef int64_t plo, phi
+    cdef int most
+    cdef Plan P
+    cdef Tuning T = tuning_now()
+    cdef char* tiles = NULL
+    cdef int64_t length = params.length
+    if c_span(nd, sizes, par, 0, &plo, &phi) or plo < 0 or phi >= length:
+        raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
+                         f"{length} given")
+    P.stype = src_code
+    P.dtype = dst_code
+    P.mode = params.mode
+    P.dsz = st_type_size[P.dtype]
+    P.ssz = st_type_size[P.stype]
+    P.ct = params.ct
+    if P.stype == P.dtype and P.mode == ST_CVT_PLAIN:     # the identity row: a copy
+        return copy_elements_many(dsts, srcs, copies, nd, sizes, dst_strides, src_strides,
+                                  P.dsz, nthreads)
+    P.scale = params.values
+    P.shift = params.values + length * P.ct
+    P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
+    P.nbytes = copies * count * (P.dsz + P.ssz)
+    _plan(&P, nd, sizes, dst_strides, src_strides, par, &T)
+    if P.keeps_gil:
+        nthreads = 1
+    most = _most_threads(&P, nthreads)
+    tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
+    if tiles == NULL:
+        raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
+    try:
+        _unroll_period(&P, &T)
+        if P.keeps_gil:
+            execute_many(&P, dsts, srcs, copies, 1, 1, tiles)
+        else:
+            with nogil:
+                execute_many(&P, dsts, srcs, copies, nthreads, most, tiles)
     finally:
         PyMem_RawFree(P.period_scale)
         PyMem_RawFree(tiles)

@@ -129,6 +129,16 @@ cdef void plan_problem(Plan* P, int nd, const int64_t* sizes, const int64_t* dst
 cdef void plan_run(Plan* P, const Tuning* T) noexcept nogil
 cdef void execute(const Plan* P, char* dst, const char* src, int nthreads, int64_t most,
                   char* scratch) noexcept nogil
+# execute_many: one plan on `copies` address pairs as one job (the threads of one team claim
+# blocks across all of them); the addresses are adjusted in place by the plan's shifts.
+cdef void execute_many(const Plan* P, char** dsts, const char** srcs, int64_t copies,
+                       int nthreads, int64_t most, char* scratch) noexcept nogil
+# copy_elements_many: copy_elements for `copies` address pairs of one validated layout pair
+# that share no byte (the caller checks); returns 0.
+cdef int copy_elements_many(char** dsts, const char** srcs, int64_t copies, int nd,
+                            const int64_t* sizes, const int64_t* dst_strides,
+                            const int64_t* src_strides, int64_t itemsize,
+                            int nthreads) except -1
 # Team, team_enter, team_yields, team_leave: the threads of a call, counted against the cores
 # with every other call's (see _copy.pyx, "how many threads"): team_enter sizes a team for the
 # engine's thread argument `nthreads` and work for `most` threads (`counts`: the call runs

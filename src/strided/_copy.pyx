@@ -341,12 +341,20 @@ cdef void _plan_copy(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
                      const int64_t* sstr, int64_t itemsize, const Tuning* T) noexcept nogil:
     """Fill P for a non-empty copy: the problem in units of the item's largest typed part,
     the copy's blocks (_plan_blocks)."""
+    _plan_copies(P, nd, sizes, dstr, sstr, itemsize, 1, T)
+
+
+cdef void _plan_copies(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
+                       const int64_t* sstr, int64_t itemsize, int64_t copies,
+                       const Tuning* T) noexcept nogil:
+    """_plan_copy for ``copies`` copies of one problem run as one job (execute_many): the
+    blocks, streaming and team are sized for the bytes of them all."""
     cdef int unit = _unit_of(itemsize)
     cdef int i
     P.unit = unit
     P.dsz = P.ssz = unit
     P.ct = 0
-    P.nbytes = itemsize
+    P.nbytes = itemsize * copies
     for i in range(nd):
         P.nbytes *= sizes[i]
     plan_problem(P, nd, sizes, dstr, sstr, NULL, itemsize // unit)
@@ -641,6 +649,46 @@ cdef void execute(const Plan* P, char* dst, const char* src, int nthreads, int64
         return
     run_team(P, P.run, dst, src, P.items, most, P.chunks_per_thread, nthreads, not P.keeps_gil,
              scratch, P.scratch_bytes)
+
+
+ctypedef struct _Many:
+    const Plan* P
+    char** dsts            # the copies' addresses, flipped dims' shifts added
+    const char** srcs
+
+
+cdef void _many_blocks(const void* many, char* dst, const char* src, int64_t lo, int64_t hi,
+                       char* scratch) noexcept nogil:
+    """execute_many's blocks_fn: blocks lo..hi-1 of the copies' blocks numbered copy-major
+    (copy k holds blocks k * items .. (k + 1) * items - 1 of the job)."""
+    cdef const _Many* M = <const _Many*>many
+    cdef const Plan* P = M.P
+    cdef int64_t k, first, last
+    while lo < hi:
+        k = lo // P.items
+        first = lo - k * P.items
+        last = min(P.items, first + (hi - lo))
+        P.run(P, M.dsts[k], M.srcs[k], first, last, scratch)
+        lo += last - first
+
+
+cdef void execute_many(const Plan* P, char** dsts, const char** srcs, int64_t copies,
+                       int nthreads, int64_t most, char* scratch) noexcept nogil:
+    """Run one plan of either family on ``copies`` address pairs as one job (a batch of
+    images of one layout into one tensor): the threads of one team claim runs of blocks
+    across all of them, so a team is as busy on 64 small images as on one large one. The
+    addresses are adjusted in place by the plan's shifts (the caller's arrays, used once)."""
+    cdef _Many M
+    cdef int64_t k
+    for k in range(copies):
+        dsts[k] += P.dst_shift
+        srcs[k] += P.src_shift
+    M.P, M.dsts, M.srcs = P, dsts, srcs
+    if nthreads == 1 and P.keeps_gil:
+        _many_blocks(&M, NULL, NULL, 0, copies * P.items, scratch)
+        return
+    run_team(&M, _many_blocks, NULL, NULL, copies * P.items, most, P.chunks_per_thread,
+             nthreads, not P.keeps_gil, scratch, P.scratch_bytes)
 
 
 # ---- how many threads: one budget of cores for every call running at once --------------------
@@ -1579,6 +1627,31 @@ cdef int copy_elements(char* dst, const char* src, int nd, const int64_t* sizes,
         return 1
     _copy_planned(dst, src, nd, sizes, dst_strides, src_strides, itemsize, nthreads, &plan,
                   dlo, dhi, slo, shi)
+    return 0
+
+
+cdef int copy_elements_many(char** dsts, const char** srcs, int64_t copies, int nd,
+                            const int64_t* sizes, const int64_t* dst_strides,
+                            const int64_t* src_strides, int64_t itemsize,
+                            int nthreads) except -1:
+    """Copy ``copies`` pairs of validated memory blocks of one layout pair as one job
+    (execute_many): the batch entry of strided._convert.convert_many. The caller has checked
+    every byte span, that the destination layout does not overlap itself and that no source
+    shares a byte with any destination; ``dsts``/``srcs`` are adjusted in place. Returns 0."""
+    cdef Plan plan
+    cdef int64_t count = 1
+    cdef int i
+    cdef Tuning T = tuning_now()
+    for i in range(nd):
+        count *= sizes[i]
+    if count == 0 or copies == 0:
+        return 0
+    _plan_copies(&plan, nd, sizes, dst_strides, src_strides, itemsize, copies, &T)
+    if plan.keeps_gil:
+        execute_many(&plan, dsts, srcs, copies, 1, 1, NULL)
+        return 0
+    with nogil:
+        execute_many(&plan, dsts, srcs, copies, nthreads, plan.most, NULL)
     return 0
 
 

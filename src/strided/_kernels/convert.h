@@ -58,7 +58,7 @@ static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int sim
 {
     int wide = 0;
     if ((stype != ST_U8 && stype != ST_I8) || dtype != ST_F32 || mode == ST_CVT_AFF64
-            || (R != 3 && R != 4))
+            || mode == ST_CVT_DIV32 || (R != 3 && R != 4))
         return NULL;
 #if ST_X86_GNU
     wide = simd >= 2 && st_cvt_has_avx2;

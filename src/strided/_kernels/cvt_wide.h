@@ -149,7 +149,7 @@ static void st_store_plain(int t, char k, char *d, st_idx ds, st_idx n, const st
 static void st_load_ct(int t, int mode, const char *s, st_idx ss, st_idx n, st_wide *w)
 {
     const st_idx b = ss * st_type_size[t];
-    if (mode == ST_CVT_AFF32) {
+    if (mode != ST_CVT_AFF64) {
         switch (t) {
         case ST_BOOL: ST_FOR(n) w->f[i] = st_ld_u8(s + i * b) != 0; break;
         case ST_I8: ST_FOR(n) w->f[i] = st_ld_i8(s + i * b); break;
@@ -171,12 +171,18 @@ static void st_load_ct(int t, int mode, const char *s, st_idx ss, st_idx n, st_w
     }
 }
 
-/* t = t * scale + shift in the compute type, two roundings (no fused multiply-add: this
+/* t = t * scale + shift (DIV32: t / scale + shift) in the compute type, two roundings (no fused multiply-add: this
  * header is compiled with -ffp-contract=off). */
 static void st_affine_ct(int mode, st_idx n, st_wide *w, const char *scale, const char *shift,
                          st_idx ps)
 {
-    if (mode == ST_CVT_AFF32) {
+    if (mode == ST_CVT_DIV32) {
+        const float *a = (const float *)(const void *)scale, *c = (const float *)(const void *)shift;
+        ST_FOR(n) {
+            float t = w->f[i] / a[i * ps];
+            w->f[i] = t + c[i * ps];
+        }
+    } else if (mode != ST_CVT_AFF64) {
         const float *a = (const float *)(const void *)scale, *c = (const float *)(const void *)shift;
         ST_FOR(n) {
             float t = w->f[i] * a[i * ps];
@@ -195,7 +201,7 @@ static void st_affine_ct(int mode, st_idx n, st_wide *w, const char *scale, cons
 /* Store the affine result: float types round to nearest even (bfloat16 from float32, as
  * torch); integer types round half to even, saturate, NaN -> 0. */
 #define ST_STORE_ROUNDED(NAME)                                                                \
-    if (mode == ST_CVT_AFF32) {                                                               \
+    if (mode != ST_CVT_AFF64) {                                                               \
         ST_FOR(n) st_st_##NAME(d + i * b, st_trunc_##NAME(rint((double)w->f[i])));            \
     } else {                                                                                  \
         ST_FOR(n) st_st_##NAME(d + i * b, st_trunc_##NAME(rint(w->d[i])));                    \
@@ -215,19 +221,19 @@ static void st_store_ct(int t, int mode, char *d, st_idx ds, st_idx n, const st_
     case ST_U32: ST_STORE_ROUNDED(u32);
     case ST_U64: ST_STORE_ROUNDED(u64);
     case ST_F16:
-        if (mode == ST_CVT_AFF32) { ST_FOR(n) st_st_u16(d + i * b, st_f32_to_f16(w->f[i])); }
+        if (mode != ST_CVT_AFF64) { ST_FOR(n) st_st_u16(d + i * b, st_f32_to_f16(w->f[i])); }
         else { ST_FOR(n) st_st_u16(d + i * b, st_f64_to_f16(w->d[i])); }
         break;
     case ST_BF16:
-        if (mode == ST_CVT_AFF32) { ST_FOR(n) st_st_u16(d + i * b, st_f32_to_bf16(w->f[i])); }
+        if (mode != ST_CVT_AFF64) { ST_FOR(n) st_st_u16(d + i * b, st_f32_to_bf16(w->f[i])); }
         else { ST_FOR(n) st_st_u16(d + i * b, st_f32_to_bf16((float)w->d[i])); }
         break;
     case ST_F32:
-        if (mode == ST_CVT_AFF32) { ST_FOR(n) st_st_f32(d + i * b, w->f[i]); }
+        if (mode != ST_CVT_AFF64) { ST_FOR(n) st_st_f32(d + i * b, w->f[i]); }
         else { ST_FOR(n) st_st_f32(d + i * b, (float)w->d[i]); }
         break;
     default:   /* ST_F64 (bool and complex destinations are refused before planning) */
-        if (mode == ST_CVT_AFF32) { ST_FOR(n) st_st_f64(d + i * b, (double)w->f[i]); }
+        if (mode != ST_CVT_AFF64) { ST_FOR(n) st_st_f64(d + i * b, (double)w->f[i]); }
         else { ST_FOR(n) st_st_f64(d + i * b, w->d[i]); }
         break;
     }

@@ -14,7 +14,10 @@ enum {
 };
 
 /* How a row converts: a plain cast, or the affine step in float32 / float64. */
-enum { ST_CVT_PLAIN = 0, ST_CVT_AFF32 = 1, ST_CVT_AFF64 = 2 };
+/* How a row converts: a plain cast; t = x * scale + shift in float32 or float64; or
+ * t = x / scale + shift in float32 (DIV32: the division of torchvision's Normalize, which
+ * strided's torchvision-exact mode reproduces; only the generic rows run it). */
+enum { ST_CVT_PLAIN = 0, ST_CVT_AFF32 = 1, ST_CVT_AFF64 = 2, ST_CVT_DIV32 = 3 };
 
 static const int st_type_size[ST_NTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
 
