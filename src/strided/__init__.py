@@ -25,6 +25,7 @@ from strided.layout import Layout, buffer_size, offset_of
 
 if TYPE_CHECKING:
     from strided import interop
+    from strided.batch import Collate, stack
     from strided.bits import pack_bits, unpack_bits
     from strided.copy import copyto, from_blocked, relayout, to_blocked
     from strided.interop import layout_of, view
@@ -38,6 +39,7 @@ __all__ = [
     "Layout",
     "LayoutIndexError",
     "TooHardError",
+    "Collate",
     "buffer_size",
     "copyto",
     "from_blocked",
@@ -48,6 +50,7 @@ __all__ = [
     "pack_bits",
     "packed_strides",
     "relayout",
+    "stack",
     "to_blocked",
     "unpack_bits",
     "view",
@@ -58,7 +61,8 @@ __all__ = [
 _LAZY_INTEROP = {"interop", "layout_of", "view"}
 _LAZY_COPY = {"copyto", "relayout", "to_blocked", "from_blocked"}
 _LAZY_BITS = {"pack_bits", "unpack_bits"}
-_LAZY = _LAZY_INTEROP | _LAZY_COPY | _LAZY_BITS
+_LAZY_BATCH = {"stack", "Collate"}
+_LAZY = _LAZY_INTEROP | _LAZY_COPY | _LAZY_BITS | _LAZY_BATCH
 
 
 def __getattr__(name: str) -> Any:
@@ -73,6 +77,11 @@ def __getattr__(name: str) -> Any:
 
         # Bind all four here: `st.copyto` then costs a plain attribute read per call.
         globals().update({lazy: getattr(strided.copy, lazy) for lazy in _LAZY_COPY})
+        return globals()[name]
+    if name in _LAZY_BATCH:
+        import strided.batch
+
+        globals().update({lazy: getattr(strided.batch, lazy) for lazy in _LAZY_BATCH})
         return globals()[name]
     if name in _LAZY_BITS:
         import strided.bits

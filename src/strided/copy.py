@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from strided import _convert, _copy, _core, _dtypes
+from strided._normalize import ImageForm
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 from strided.interop import _library as library
 from strided.interop import container_layouts, describe, view
@@ -65,7 +66,8 @@ _LayoutArg = str | Sequence[int] | Layout
 
 def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
            shift: Any = None, axis: int | None = None, num_threads: int | None = None,
-           dst_dtype: Any = None, src_dtype: Any = None) -> None:
+           dst_dtype: Any = None, src_dtype: Any = None, mean: Any = None, std: Any = None,
+           max_value: Any = None, rounding: str = "fused") -> None:
     """Copy the values of ``src`` into ``dst``, converting them to dst's dtype: same sizes,
     any strides on both sides.
 
@@ -101,6 +103,21 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
         Threads of the copy kernel (>= 1). Default: ``OMP_NUM_THREADS`` if set, else the
         number of cores; small copies run on one thread whatever this says. Always 1 in a
         build without OpenMP.
+    mean, std, max_value : number or 1-D array-like, optional
+        The *image form* of the affine step, in the words of image pipelines:
+        ``dst = (src / max_value - mean) / std`` per channel along ``axis``, carried out as
+        ``scale = 1 / (max_value * std)``, ``shift = -mean / std`` (each computed in float64
+        and rounded once to the compute type, then the two roundings above). ``max_value`` is
+        the input scale (albumentations' ``max_pixel_value``): by default the largest value
+        of an integer source's dtype (255 for uint8, as torchvision's ``ToDtype(scale=True)``)
+        and 1 for a float source. Not together with ``scale``/``shift``.
+    rounding : {"fused", "torchvision"}
+        ``"fused"`` (default): the image form as the two-rounding affine step above.
+        ``"torchvision"``: bit for bit torchvision's ``ToDtype(float32, scale=True)`` then
+        ``Normalize(mean, std)``, three float32 roundings in their order,
+        ``((src * float32(1 / max_value)) - mean) / std`` (an integer source only is scaled,
+        as ``ToDtype`` does); a float32 ``dst`` and a source of a float32 compute type
+        only. It makes a second pass over ``dst`` (the division).
     dst_dtype, src_dtype : {"int4", "uint4"}, optional
         The array is a *container* of 4-bit elements: a uint8 array of the packed bytes (two
         elements a byte, element 2k in the low nibble of byte k), whose innermost physical
@@ -190,24 +207,27 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
     # whose address had already been taken. Plain arguments run none (the common call, first).
     # Plain arguments run none: the fast path declines any others before reading them.
+    image = None
+    if mean is not None or std is not None or max_value is not None or rounding != "fused":
+        image = ImageForm(mean, std, max_value, rounding)
     if dst_dtype is None and src_dtype is None:
-        if _fast_copy(dst, src, num_threads, casting, scale, shift, axis):
+        if image is None and _fast_copy(dst, src, num_threads, casting, scale, shift, axis):
             return
     else:
         dst_sub = None if dst_dtype is None else _dtypes.sub_byte(dst_dtype, "dst_dtype")
         src_sub = None if src_dtype is None else _dtypes.sub_byte(src_dtype, "src_dtype")
-        conversion = Conversion(casting, scale, shift, axis)
+        conversion = Conversion(casting, scale, shift, axis, image)
         _copyto_4bit(dst, src, dst_sub, src_sub, conversion,
                      _copy.threads_argument(num_threads))
         return
-    conversion = Conversion(casting, scale, shift, axis)
+    conversion = Conversion(casting, scale, shift, axis, image)
     plain = casting is _SAME_KIND and (num_threads is None or type(num_threads) is int)
     num_threads = _copy.threads_argument(num_threads)
     if (not plain and not conversion.affine and conversion.axis is None
             and _fast_copy(dst, src, num_threads)):
         return
-    if _fast_convert(dst, src, conversion.casting, conversion.scale, conversion.shift,
-                       conversion.axis, num_threads):
+    if image is None and _fast_convert(dst, src, conversion.casting, conversion.scale,
+                                       conversion.shift, conversion.axis, num_threads):
         return
     _copyto_checked(dst, src, num_threads, conversion)
 
@@ -217,17 +237,39 @@ class Conversion:
     into plain values (a casting name of strided's own, None, floats or tuples of floats, an
     int axis) when it is made, so that nothing read later runs the caller's code."""
 
-    __slots__ = ("affine", "axis", "casting", "scale", "shift")
+    __slots__ = ("affine", "axis", "casting", "divisor", "image", "scale", "shift")
 
     def __init__(self, casting: Any = "same_kind", scale: Any = None, shift: Any = None,
-                 axis: Any = None) -> None:
+                 axis: Any = None, image: ImageForm | None = None) -> None:
         # (a converting copy's fixed cost: no call where a lookup does)
         name = _CASTINGS.get(casting) if type(casting) is str else None
         self.casting = _casting_name(casting) if name is None else name
         self.scale = scale = _core.load_parameter(scale, "scale")
         self.shift = shift = _core.load_parameter(shift, "shift")
         self.axis = None if axis is None else _core.as_int(axis, "axis")
-        self.affine = scale is not None or shift is not None
+        if image is not None and (scale is not None or shift is not None):
+            raise ValueError("give either scale/shift or the image form (mean, std, "
+                             "max_value, rounding), not both: the image form is turned into "
+                             "a scale and a shift")
+        self.image = image         # mean/std/max_value, turned into scale/shift by resolved()
+        self.divisor: Any = None   # the torchvision form's second pass: t / divisor
+        self.affine = scale is not None or shift is not None or image is not None
+
+    def resolved(self, src_type: str, dst_type: str) -> Conversion:
+        """This conversion with its image form turned into the engine's scale, shift and
+        divisor for a source of engine type ``src_type`` (itself when it has none)."""
+        if self.image is None:
+            return self
+        done = Conversion(self.casting, axis=self.axis)
+        done.scale, done.shift, done.divisor = self.image.affine(src_type, dst_type)
+        done.affine = True
+        return done
+
+
+def _conversion(casting: Any, scale: Any, shift: Any, axis: Any, mean: Any, std: Any,
+                max_value: Any, rounding: Any) -> Conversion:
+    """The Conversion of a converting call's arguments, the image form included."""
+    return Conversion(casting, scale, shift, axis, ImageForm.of(mean, std, max_value, rounding))
 
 
 def _casting_name(casting: Any) -> str:
@@ -267,6 +309,7 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
     types = params = None
     if converting:
         types = _conversion_types(dst_record, dst, src_record, src, conversion)
+        conversion = conversion.resolved(types[1], types[0])
         params = _channel_params(conversion, layout.sizes, axis)
     _check_no_self_overlap(layout, "dst")
     if layout.size == 0:
@@ -276,8 +319,12 @@ def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
         shared = _may_share_memory(dst_record, src_record)
     else:
         src_record = src_record.adapter.resolved(src_record)
-    _run((dst, dst_record), (src, src_record), [(None, None, params)], num_threads,
-         library_copy, types, shared=shared)
+    runs: list[_Piece] = [(None, None, params)]
+    _run((dst, dst_record), (src, src_record), runs, num_threads, library_copy, types,
+         shared=shared)
+    if conversion.divisor is not None:
+        _divide((dst, dst_record), runs, conversion, layout.sizes, axis, num_threads,
+                library_copy)
 
 
 # (dst layout, src layout, parameters) of one run of _run: None for the whole array; the
@@ -327,6 +374,34 @@ def _run(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord], runs: lis
             _convert.convert_memory(dst_ptr, src_ptr, dst_layout.sizes, dst_layout.strides,
                                     src_layout.strides, *types, *params,
                                     num_threads=num_threads)
+    dst_record.adapter.written(dst_record)
+
+
+def _divide(dst: tuple[Any, MemoryRecord], runs: list[_Piece], conversion: Conversion,
+            sizes: tuple[int, ...], axis: int | None, num_threads: int | None,
+            library_copy: LibraryCopy | None) -> None:
+    """The torchvision form's second pass: each run of dst divided in place by
+    ``conversion.divisor`` (the engine's DIV32 rows, three float32 roundings in all), its
+    vector sliced as the run's parameters are (``sizes``/``axis``: the channel axis of the
+    whole arrays)."""
+    if library_copy is not None:
+        raise ValueError("rounding='torchvision' converts in host memory: move the tensors "
+                         "to the CPU first")
+    divisor = Conversion("unsafe", conversion.divisor, None, axis)
+    scale, _, strides, length = _channel_params(divisor, sizes, axis)
+    dst_array, dst_record = dst
+    base = dst_record.adapter.pinned(dst_record, "dst")
+    size = dst_record.layout.itemsize
+    for dst_piece, _, params in runs:
+        layout = dst_record.layout if dst_piece is None else dst_piece
+        first = 0 if params is None or strides is None else length - params[3]
+        piece_strides = strides if params is None or strides is None else params[2]
+        address = base + layout.offset * size
+        _convert.convert_memory(address, address, layout.sizes, layout.strides, layout.strides,
+                                "float32", "float32",
+                                scale[first:] if type(scale) is tuple else scale, None,
+                                piece_strides, length - first, num_threads=num_threads,
+                                divide=True)
     dst_record.adapter.written(dst_record)
 
 
@@ -488,23 +563,30 @@ def _check_no_self_overlap(layout: Layout, name: str) -> None:
 
 @overload
 def relayout(x: Tensor, layout: _LayoutArg, *, dtype: Any = None, scale: Any = None,
-             shift: Any = None, axis: int | None = None,
-             num_threads: int | None = None) -> Tensor: ...
+             shift: Any = None, axis: int | None = None, num_threads: int | None = None,
+             mean: Any = None, std: Any = None, max_value: Any = None,
+             rounding: str = "fused", out: Any = None) -> Tensor: ...
 @overload
 def relayout(x: NDArray[ScalarT], layout: _LayoutArg, *, dtype: None = None,
              scale: Any = None, shift: Any = None, axis: int | None = None,
-             num_threads: int | None = None) -> NDArray[ScalarT]: ...
+             num_threads: int | None = None, mean: None = None, std: None = None,
+             max_value: None = None, rounding: str = "fused",
+             out: NDArray[ScalarT] | None = None) -> NDArray[ScalarT]: ...
 @overload
 def relayout(x: NDArray[Any] | BytesLike, layout: _LayoutArg, *, dtype: Any = None,
              scale: Any = None, shift: Any = None, axis: int | None = None,
-             num_threads: int | None = None) -> NDArray[Any]: ...
+             num_threads: int | None = None, mean: Any = None, std: Any = None,
+             max_value: Any = None, rounding: str = "fused",
+             out: Any = None) -> NDArray[Any]: ...
 @overload
 def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None, scale: Any = None,
-             shift: Any = None, axis: int | None = None, num_threads: int | None = None
-             ) -> Any: ...
+             shift: Any = None, axis: int | None = None, num_threads: int | None = None,
+             mean: Any = None, std: Any = None, max_value: Any = None,
+             rounding: str = "fused", out: Any = None) -> Any: ...
 def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
              scale: Any = None, shift: Any = None, axis: int | None = None,
-             num_threads: int | None = None) -> Any:
+             num_threads: int | None = None, mean: Any = None, std: Any = None,
+             max_value: Any = None, rounding: str = "fused", out: Any = None) -> Any:
     """A copy of ``x`` in another physical layout: same library, sizes and values (converted
     to ``dtype``, through ``scale``/``shift``, when given).
 
@@ -534,11 +616,21 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
         ``axis`` when vectors.
     num_threads : int, optional
         Threads of the copy (see :func:`copyto`).
+    mean, std, max_value, rounding :
+        The image form of the affine step (see :func:`copyto`): ``(x / max_value - mean) /
+        std`` per channel along ``axis``; with any of them and no ``dtype``, the result is
+        float32.
+    out : array, optional
+        The result, written in place and returned: x's sizes, laid out as ``layout`` asks
+        (strides of size-1 dims aside), writeable, in host memory or of x's device; its
+        dtype is the result's (``dtype``, when given too, must agree). Checked as
+        :func:`copyto` checks its destination. It may share memory with ``x``: the result
+        is then still the values of ``x`` as they were.
 
     Returns
     -------
     array
-        A new array of x's library. numpy: an array of the physical shape, transposed. torch:
+        ``out`` when given, else a new array of x's library. numpy: an array of the physical shape, transposed. torch:
         a tensor on x's device with torch's own strides (``"NHWC"`` is
         ``torch.channels_last``, ``"NDHWC"`` ``channels_last_3d``), in the autograd graph
         when x requires grad. Other libraries: built on the host and handed over with the
@@ -589,12 +681,20 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
     True
     """
     # the arguments' own code runs before any array is read (see copyto)
-    conversion = Conversion("unsafe", scale, shift, axis)
+    conversion = _conversion("unsafe", scale, shift, axis, mean, std, max_value, rounding)
     num_threads = _copy.threads_argument(num_threads)
     sub = _sub_byte(dtype)
     record = _describe(x, "x")
     if sub is not None:
+        if out is not None:
+            raise ValueError("relayout into 4-bit elements makes its container: out= is for "
+                             "byte-sized results (fill a container with copyto(..., "
+                             "dst_dtype=...))")
         return _relayout_4bit(x, record, layout, sub, conversion, num_threads)
+    if dtype is None and conversion.image is not None:
+        dtype = "float32"      # the image form's result, as torchvision's
+    if out is not None:
+        return _relayout_into(out, x, record, layout, dtype, conversion, num_threads)
     new_dtype, itemsize = None, record.layout.itemsize
     if dtype is not None:
         _, new_dtype = record.adapter.resolve_dtype(dtype)
@@ -615,6 +715,43 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
     else:
         copyto(out, x, num_threads=num_threads)
     return record.adapter.hand_over(x, record, out, target)
+
+
+def _relayout_into(out: Any, x: Any, record: MemoryRecord, layout: Any, dtype: Any,
+                   conversion: Conversion, num_threads: int | None) -> Any:
+    """relayout(x, layout, out=out): out checked against what relayout would have made (the
+    sizes, the layout, the dtype), then filled as copyto fills a destination."""
+    out_record = _describe(out, "out")
+    if out_record.layout.sizes != record.layout.sizes:
+        raise ValueError(f"out has shape {out_record.layout.sizes} but x has shape "
+                         f"{record.layout.sizes}: relayout keeps the sizes")
+    if dtype is not None:
+        name, _ = record.adapter.resolve_dtype(dtype)
+        out_name = type_name(out_record)
+        if out_name is not None and name != out_name:
+            raise ValueError(f"dtype is {name} but out has dtype "
+                             f"{out_record.adapter.dtype_name(out, out_record)}: give one "
+                             f"(out's dtype is the result's)")
+    target, _ = _relayout_target(layout, record, out_record.layout.itemsize)
+    if not _same_layout(out_record.layout, target):
+        raise ValueError(f"out has element strides {out_record.layout.strides} but layout "
+                         f"{layout!r} lays x's sizes {record.layout.sizes} out with strides "
+                         f"{target.strides}: pass an out of that layout")
+    converting = dtype is not None or conversion.affine or not library.same_dtype(
+        out_record, record)
+    if converting:
+        _copyto_checked(out, x, num_threads, conversion)
+    else:
+        copyto(out, x, num_threads=num_threads)
+    return out
+
+
+def _same_layout(a: Layout, b: Layout) -> bool:
+    """Whether two layouts of the same sizes place every element at the same offset (the
+    strides of size-1 dims do not matter; an empty layout places none)."""
+    if a.size == 0:
+        return True
+    return all(sa == sb or n == 1 for n, sa, sb in zip(a.sizes, a.strides, b.strides))
 
 
 def _relayout_target(layout: Any, record: MemoryRecord,
@@ -698,20 +835,29 @@ def _allocate(x: Any, record: MemoryRecord, layout: Layout, order: tuple[int, ..
 @overload
 def to_blocked(x: Tensor, fmt: str | BlockedFormat, *, dtype: Any = None,
                scale: Any = None, shift: Any = None,
-               num_threads: int | None = None) -> Tensor: ...
+               num_threads: int | None = None, mean: Any = None, std: Any = None,
+               max_value: Any = None, rounding: str = "fused", out: Any = None) -> Tensor: ...
 @overload
 def to_blocked(x: NDArray[ScalarT], fmt: str | BlockedFormat, *, dtype: None = None,
                scale: Any = None, shift: Any = None,
-               num_threads: int | None = None) -> NDArray[ScalarT]: ...
+               num_threads: int | None = None, mean: None = None, std: None = None,
+               max_value: None = None, rounding: str = "fused",
+               out: None = None) -> NDArray[ScalarT]: ...
 @overload
 def to_blocked(x: NDArray[Any], fmt: str | BlockedFormat, *, dtype: Any = None,
                scale: Any = None, shift: Any = None,
-               num_threads: int | None = None) -> NDArray[Any]: ...
+               num_threads: int | None = None, mean: Any = None, std: Any = None,
+               max_value: Any = None, rounding: str = "fused",
+               out: Any = None) -> NDArray[Any]: ...
 @overload
 def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: Any = None,
-               shift: Any = None, num_threads: int | None = None) -> Any: ...
+               shift: Any = None, num_threads: int | None = None, mean: Any = None,
+               std: Any = None, max_value: Any = None, rounding: str = "fused",
+               out: Any = None) -> Any: ...
 def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: Any = None,
-               shift: Any = None, num_threads: int | None = None) -> Any:
+               shift: Any = None, num_threads: int | None = None, mean: Any = None,
+               std: Any = None, max_value: Any = None, rounding: str = "fused",
+               out: Any = None) -> Any:
     """Pack a logical ``(N, C, H, W)`` array into a blocked channel format.
 
     Parameters
@@ -737,11 +883,20 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
         channel: when every channel's gives the same one, else 0).
     num_threads : int, optional
         Threads of the copy (see :func:`copyto`).
+    mean, std, max_value, rounding :
+        The image form of the affine step (see :func:`copyto`), per channel along C; with
+        any of them and no ``dtype``, the result is float32.
+    out : array, optional
+        The result, written in place and returned: of the physical shape and the result's
+        dtype (``dtype``, when given too, must agree), any strides, writeable; its padding
+        channels are written too. Checked as :func:`copyto` checks its destination; it may
+        share memory with ``x``. For ``dtype="int4"``/``"uint4"``: a uint8 container of
+        the physical shape with the last dimension halved.
 
     Returns
     -------
     array
-        A new packed rank-5 array of x's library and dtype (or ``dtype``), of the physical shape
+        ``out`` when given, else a new packed rank-5 array of x's library and dtype (or ``dtype``), of the physical shape
         :func:`strided.formats.blocked_shape` gives: ``(N, ceil(C/x), H, W, x)`` for NCHWx,
         ``(ceil(C/4), H, W, N, 4)`` for CHWN4. Channel ``c`` of x is
         ``[n, c // x, h, w, c % x]`` (NCHWx); the channels after the last one, up to a
@@ -788,35 +943,51 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     array([ 0.5, -1. ,  3. ,  3.5,  2.5], dtype=float32)
     """
     spec = parse_blocked(fmt)
-    params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
+    # before any array is read
+    params = _conversion("unsafe", scale, shift, 1, mean, std, max_value, rounding)
     num_threads = _copy.threads_argument(num_threads)
     sub = _sub_byte(dtype)
     record, library_copy = _source(x, "x")
     n, c, h, w = _logical_sizes(record.layout, spec)
     if sub is not None:
-        return _to_blocked_4bit(x, record, spec, sub, params, num_threads)
+        return _to_blocked_4bit(x, record, spec, sub, params, num_threads, out)
+    if dtype is None and params.image is not None:
+        dtype = "float32"      # the image form's result, as torchvision's
     conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
-    out = _allocate(x, record, Layout(spec.physical_shape((n, c, h, w)), itemsize=itemsize),
-                    order=tuple(range(5)), zero=c % spec.block != 0,
-                    blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
-                    dtype=new_dtype)
-    out_record = describe(out)
+    physical = spec.physical_shape((n, c, h, w))
+    given = out is not None
+    if out is None:
+        out = _allocate(x, record, Layout(physical, itemsize=itemsize), order=tuple(range(5)),
+                        zero=c % spec.block != 0, blame=f"fmt {spec.name!r} (block "
+                        f"{spec.block}) for x of shape {(n, c, h, w)}", dtype=new_dtype)
+        out_record = describe(out)
+    else:
+        out_record = _blocked_out(out, physical, record, dtype, library_copy)
+        record, x = _unshared(out_record, record, x)
+        conversion = conversion if conversion is not None or library.same_dtype(
+            out_record, record) else params
+    conversion = _resolved(conversion, (out, out_record), (x, record))
     pieces = _blocked_pieces(record.layout, out_record.layout, spec)
     _copy_pieces((out, out_record), (x, record),
                  [(blocked, logical) for logical, blocked in pieces], num_threads, library_copy,
                  conversion, _channel_pieces(record.layout, out_record.layout, spec))
-    zero = _padding_zero(conversion, type_name(out_record))
-    if zero and c % spec.block:
+    zero = _padding_zero(conversion, type_name(out_record),
+                         type_name(record) if conversion is not None else None)
+    if (zero or given) and c % spec.block and n * h * w:
         padding = _padding_piece(out_record.layout, spec, c)
         view(out, padding, copy=False)[...] = zero
         out_record.adapter.written(out_record)
+    if given:
+        return out
     return record.adapter.hand_over(x, record, out, out_record.layout)
 
 
 @overload
 def from_blocked(y: Tensor, fmt: str | BlockedFormat, *, channels: int,
                  dtype: Any = None, scale: Any = None, shift: Any = None,
-                 num_threads: int | None = None, src_dtype: Any = None) -> Tensor: ...
+                 num_threads: int | None = None, src_dtype: Any = None, mean: Any = None,
+                 std: Any = None, max_value: Any = None, rounding: str = "fused",
+                 out: Any = None) -> Tensor: ...
 @overload
 def from_blocked(y: NDArray[ScalarT], fmt: str | BlockedFormat, *, channels: int,
                  dtype: None = None, scale: Any = None, shift: Any = None,
@@ -824,14 +995,20 @@ def from_blocked(y: NDArray[ScalarT], fmt: str | BlockedFormat, *, channels: int
 @overload
 def from_blocked(y: NDArray[Any], fmt: str | BlockedFormat, *, channels: int,
                  dtype: Any = None, scale: Any = None, shift: Any = None,
-                 num_threads: int | None = None, src_dtype: Any = None) -> NDArray[Any]: ...
+                 num_threads: int | None = None, src_dtype: Any = None, mean: Any = None,
+                 std: Any = None, max_value: Any = None, rounding: str = "fused",
+                 out: Any = None) -> NDArray[Any]: ...
 @overload
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
                  scale: Any = None, shift: Any = None, num_threads: int | None = None,
-                 src_dtype: Any = None) -> Any: ...
+                 src_dtype: Any = None, mean: Any = None,
+                 std: Any = None, max_value: Any = None, rounding: str = "fused",
+                 out: Any = None) -> Any: ...
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
                  scale: Any = None, shift: Any = None, num_threads: int | None = None,
-                 src_dtype: Any = None) -> Any:
+                 src_dtype: Any = None, mean: Any = None,
+                 std: Any = None, max_value: Any = None, rounding: str = "fused",
+                 out: Any = None) -> Any:
     """Unpack a blocked channel format into a packed row-major ``(N, C, H, W)`` array.
 
     The inverse of :func:`to_blocked`: the padding channels are dropped.
@@ -856,11 +1033,19 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     src_dtype : {"int4", "uint4"}, optional
         y is a uint8 container of 4-bit elements, as :func:`to_blocked` makes them: its last
         dimension holds the block in ``x / 2`` contiguous bytes.
+    mean, std, max_value, rounding :
+        The image form of the affine step (see :func:`copyto`), per channel along C; with
+        any of them and no ``dtype``, the result is float32.
+    out : array, optional
+        The result, written in place and returned: sizes ``(N, C, H, W)``, any strides,
+        writeable, of the result's dtype (``dtype``, when given too, must agree). Checked as
+        :func:`copyto` checks its destination; it may share memory with ``y``.
 
     Returns
     -------
     array
-        A new packed row-major array of y's library and dtype, of sizes ``(N, C, H, W)``.
+        ``out`` when given, else a new packed row-major array of y's library and dtype, of
+        sizes ``(N, C, H, W)``.
 
     Raises
     ------
@@ -887,22 +1072,80 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     ValueError: channels is 9 but y of shape (1, 2, 1, 2, 4) holds 2 blocks of 4 channels: ...
     """
     spec = parse_blocked(fmt)
-    params = Conversion("unsafe", scale, shift, axis=1)     # before any array is read
+    # before any array is read
+    params = _conversion("unsafe", scale, shift, 1, mean, std, max_value, rounding)
     channels = _core.as_int(channels, "channels")           # (bools refused)
     num_threads = _copy.threads_argument(num_threads)
     sub = None if src_dtype is None else _dtypes.sub_byte(src_dtype, "src_dtype")
     record, library_copy = _source(y, "y")
+    if dtype is None and params.image is not None:
+        dtype = "float32"      # the image form's result, as torchvision's
     if sub is not None:
+        if out is not None:
+            raise ValueError("from_blocked of 4-bit elements makes its result: out= is for "
+                             "byte-sized blocked arrays")
         return _from_blocked_4bit(y, record, spec, sub, channels, dtype, params, num_threads)
     sizes = _unblocked_sizes(record.layout, spec, channels)
     conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
-    out = _allocate(y, record, Layout(sizes, itemsize=itemsize), order=tuple(range(4)),
-                    zero=False, blame=f"channels={channels!r}", dtype=new_dtype)
-    out_record = describe(out)
+    given = out is not None
+    if out is None:
+        out = _allocate(y, record, Layout(sizes, itemsize=itemsize), order=tuple(range(4)),
+                        zero=False, blame=f"channels={channels!r}", dtype=new_dtype)
+        out_record = describe(out)
+    else:
+        out_record = _blocked_out(out, sizes, record, dtype, library_copy)
+        record, y = _unshared(out_record, record, y)
+        conversion = conversion if conversion is not None or library.same_dtype(
+            out_record, record) else params
+    conversion = _resolved(conversion, (out, out_record), (y, record))
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
     _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy, conversion,
                  _channel_pieces(out_record.layout, record.layout, spec), src_name="y")
+    if given:
+        return out
     return record.adapter.hand_over(y, record, out, out_record.layout)
+
+
+def _resolved(conversion: Conversion | None, dst: tuple[Any, MemoryRecord],
+              src: tuple[Any, MemoryRecord]) -> Conversion | None:
+    """A blocked call's conversion with its image form turned into scale/shift (the types
+    checked as _copy_pieces checks them)."""
+    if conversion is None or conversion.image is None:
+        return conversion
+    types = _conversion_types(dst[1], dst[0], src[1], src[0], conversion)
+    return conversion.resolved(types[1], types[0])
+
+
+def _blocked_out(out: Any, sizes: tuple[int, ...], record: MemoryRecord, dtype: Any,
+                 library_copy: LibraryCopy | None) -> MemoryRecord:
+    """The record of a blocked call's ``out``, checked as copyto checks a destination: the
+    sizes the call makes, writeable, on the host (or where the library copies), its dtype
+    the one asked for, no element overlapping another."""
+    out_record = _describe(out, "out")
+    if library_copy is None:
+        _check_host(out_record, out, "out")
+    _check_writeable(out_record, out, "out")
+    if out_record.layout.sizes != tuple(sizes):
+        raise ValueError(f"out has shape {out_record.layout.sizes} but the result has shape "
+                         f"{tuple(sizes)}")
+    if dtype is not None:
+        name, _ = record.adapter.resolve_dtype(dtype)
+        if name != type_name(out_record):
+            raise ValueError(f"dtype is {name} but out has dtype "
+                             f"{out_record.adapter.dtype_name(out, out_record)}: give one "
+                             f"(out's dtype is the result's)")
+    _check_no_self_overlap(out_record.layout, "out")
+    return out_record
+
+
+def _unshared(out_record: MemoryRecord, record: MemoryRecord, x: Any) -> tuple[MemoryRecord, Any]:
+    """(record, array) of a source that shares no memory with ``out``: x itself, or a copy
+    of it when the two may share a byte (a blocked call writes in several pieces, and one
+    piece must not overwrite what a later one reads)."""
+    if not _may_share_memory(out_record, record):
+        return record, x
+    copy = relayout(x, tuple(range(record.layout.ndim)))
+    return _source(copy, "x")[0], copy
 
 
 def _blocked_conversion(record: MemoryRecord, dtype: Any,
@@ -1022,6 +1265,10 @@ def _copy_pieces(dst: tuple[Any, MemoryRecord], src: tuple[Any, MemoryRecord],
                             length - first if strides is not None else 1)
         runs.append((dst_piece, src_piece, piece_params))
     _run(dst, src, runs, num_threads, library_copy, types, src_name=src_name)
+    if conversion is not None and conversion.divisor is not None:
+        sizes = (dst_record.layout.sizes if dst_record.layout.ndim == 4 else
+                 src_record.layout.sizes)
+        _divide(dst, runs, conversion, sizes, 1, num_threads, library_copy)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1085,7 +1332,7 @@ def _check_host_4bit(record: MemoryRecord, x: Any, name: str) -> None:
 
 def _to_blocked_4bit(x: Any, record: MemoryRecord, spec: BlockedFormat,
                      sub: _dtypes.SubByteType, params: Conversion,
-                     num_threads: int | None) -> Any:
+                     num_threads: int | None, out: Any = None) -> Any:
     """to_blocked into 4-bit elements: a uint8 container of the physical shape with its
     innermost dimension (the block) halved, every byte two channels, low nibble first."""
     _check_host_4bit(record, x, "x")
@@ -1096,13 +1343,19 @@ def _to_blocked_4bit(x: Any, record: MemoryRecord, spec: BlockedFormat,
                          f"(two pixels would share one); use an even block such as NCHW64")
     src_type = _engine_type(record, x, "x")
     _dtypes.check_pair(sub.carrier, src_type, params.affine)
+    params = params.resolved(src_type, sub.name)
     physical = spec.physical_shape((n, c, h, w))
-    out = _allocate(x, record, Layout((*physical[:-1], physical[-1] // 2)),
-                    order=tuple(range(5)), zero=False,
-                    blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape {(n, c, h, w)}",
-                    dtype=record.adapter.resolve_dtype("uint8")[1])
-    out_record = describe(out)
-    nibbles = Layout(physical, bits=4)   # the container's elements
+    container = (*physical[:-1], physical[-1] // 2)
+    given = out is not None
+    if out is None:
+        out = _allocate(x, record, Layout(container), order=tuple(range(5)), zero=False,
+                        blame=f"fmt {spec.name!r} (block {spec.block}) for x of shape "
+                              f"{(n, c, h, w)}", dtype=record.adapter.resolve_dtype("uint8")[1])
+        out_record = describe(out)
+    else:
+        out_record = _blocked_out(out, container, record, "uint8", None)
+        record, x = _unshared(out_record, record, x)
+    nibbles = _nibbles_of(out_record.layout, physical, spec)   # the container's elements
     pieces = _blocked_pieces(record.layout, nibbles, spec)
     params_of = _channel_params(params, (n, c, h, w), 1)
     channels = _channel_pieces(record.layout, nibbles, spec)
@@ -1112,7 +1365,18 @@ def _to_blocked_4bit(x: Any, record: MemoryRecord, spec: BlockedFormat,
     if c % spec.block and n * h * w:
         _fill_4bit(out, out_record, sub, _padding_piece(nibbles, spec, c),
                    _padding_zero(params, sub.name, src_type))
+    if given:
+        return out
     return record.adapter.hand_over(x, record, out, out_record.layout)
+
+
+def _nibbles_of(container: Layout, physical: tuple[int, ...], spec: BlockedFormat) -> Layout:
+    """The 4-bit elements of a uint8 container of a blocked format (the physical shape
+    ``physical``, its block's bytes contiguous): strides doubled, the block unit-stride."""
+    if spec.block > 2 and container.size and container.strides[4] != 1:
+        raise ValueError(f"out's last dimension has stride {container.strides[4]} bytes: the "
+                         f"bytes of a block of 4-bit channels must be contiguous (stride 1)")
+    return Layout(physical, (*(2 * s for s in container.strides[:4]), 1), bits=4)
 
 
 def _piece_params(params: _Params, channels: Layout) -> _Params:
@@ -1204,6 +1468,7 @@ def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
                      (*tuple(2 * s for s in layout.strides[:4]), 1))
     sizes = _unblocked_sizes(nibbles, spec, channels)
     new_dtype = record.adapter.resolve_dtype(sub.carrier if dtype is None else dtype)[1]
+    params = params.resolved(sub.name, record.adapter.resolve_dtype(new_dtype)[0])
     out = _allocate(y, record, Layout(sizes, itemsize=new_dtype.itemsize),
                     order=tuple(range(4)), zero=False, blame=f"channels={channels!r}",
                     dtype=new_dtype)
@@ -1286,6 +1551,7 @@ def _copyto_4bit(dst: Any, src: Any, dst_sub: _dtypes.SubByteType | None,
         raise TypeError(f"cannot copy src of dtype {src_type} into dst of dtype {dst_type} "
                         f"with casting={conversion.casting!r} (numpy's rule on int8 / uint8 "
                         f"for 4-bit types); pass casting='unsafe' to convert anyway")
+    conversion = conversion.resolved(src_type, dst_type)
     params = _channel_params(conversion, dst_layout.sizes,
                              _checked_axis(conversion.axis, dst_layout.ndim))
     _check_no_self_overlap(dst_layout, "dst")
