@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import bench_convert, bench_copy, bench_layout, plot
+from harness import bench_batch, bench_convert, bench_copy, bench_layout, plot
 from harness.bench_layout import (
     CASES,
     OPERATIONS,
@@ -702,6 +702,229 @@ def test_convert_benchmark_script_runs() -> None:
     assert len(rows) == 4, result.stdout
 
 
+# ---- the batch benchmark (harness.bench_batch) -----------------------------------------------
+
+BATCH_QUICK = ["--quick", "--repeat", "1", "--sample-ms", "0.2"]
+HAS_STACK = hasattr(strided, "stack")
+HAS_ALBUMENTATIONS = importlib.util.find_spec("albumentations") is not None
+
+
+def _batch_table(out: str) -> list[dict[str, str]]:
+    """The rows of the batch table (fixed width), as dicts by column header."""
+    lines = out.splitlines()
+    start = lines.index(bench_batch.TITLE) + 2
+    spans = [m.span() for m in re.finditer(r"-+", lines[start + 1])]
+    header = [lines[start].ljust(len(lines[start + 1]))[a:b].strip() for a, b in spans]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.strip():
+            break
+        padded = line.ljust(len(lines[start + 1]))
+        rows.append(dict(zip(header, [padded[a:b].strip() for a, b in spans], strict=True)))
+    return [dict.fromkeys(header, ""), *rows]  # the first item: the header's names
+
+
+def test_batch_configs_images_and_crops() -> None:
+    """The full config is the data loader's batch, the quick one tiny; the images are separate
+    arrays; the crops hold the same pixels, as non-contiguous windows at varying offsets."""
+    full = bench_batch.configs()
+    assert [(s.label, s.n, s.shape, s.crop_from) for s in full] == [
+        ("64x224x224", 64, (224, 224, 3), (256, 320, 3))]
+    (spec,) = bench_batch.configs(quick=True)
+    config = bench_batch.build(spec)
+    n, (h, w, c), (_, big_w, _) = spec.n, spec.shape, spec.crop_from
+    assert config.out_shape == (n, c, h, w) and config.nbytes == 5 * n * h * w * c
+    offsets = set()
+    for img, crop in zip(config.images, config.crops, strict=True):
+        assert img.flags.c_contiguous and img.dtype == np.uint8 and img.shape == spec.shape
+        assert crop.strides == (big_w * 3, 3, 1) and not crop.flags.c_contiguous
+        assert np.array_equal(img, crop) and not np.shares_memory(img, crop)
+        offsets.add(crop.ctypes.data - crop.base.ctypes.data)
+    assert len(offsets) == n  # each crop at its own offset
+    assert len({img.ctypes.data for img in config.images}) == n
+    mean, std = np.asarray(bench_batch.MEAN), np.asarray(bench_batch.STD)
+    expected = ((np.stack(config.images) / 255 - mean) / std).transpose(0, 3, 1, 2)
+    assert config.reference.dtype == np.float64 and config.reference.flags.c_contiguous
+    assert np.allclose(config.reference, expected, rtol=0, atol=1e-12)
+
+
+def test_batch_contenders_give_the_batch() -> None:
+    """Every contender that runs gives the reference within the tolerance (the floors give
+    nothing to compare); the libraries not installed are named with the reason."""
+    libs = bench_batch.libraries()
+    config = bench_batch.build(bench_batch.configs(quick=True)[0])
+    cons = bench_batch.contenders(config, libs, 1)
+    expected = {"numpy", "cast st", "memcpy"}
+    if HAS_STACK:
+        expected |= {"strided", "st out=", "st crops"}
+    if HAS_TORCH:
+        expected.add("torch ops")
+        if HAS_ALBUMENTATIONS:
+            expected.add("albumentations")
+    if libs.cv2 is not None:
+        expected.add("cv2")
+    assert set(cons) == expected
+    assert set(libs.skipped) == {name for name, _ in bench_batch.COLUMNS
+                                 if name in ("strided", "torch ops", "albumentations", "cv2")
+                                 and name not in cons}
+    checks = bench_batch.check_contenders(config, cons, 1)
+    assert set(checks) == expected - {"cast st", "memcpy"}
+    assert all(0 <= worst <= bench_batch.TOLERANCE for worst in checks.values())
+
+
+def test_batch_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_batch.main(BATCH_QUICK) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  cpu: \S", out, re.MULTILINE) and f"numpy {np.__version__}" in out
+    header, *rows = _batch_table(out)
+    columns = list(header)
+    assert columns[:2] == ["config", "thr"] and columns[-2:] == ["target", "others"]
+    for column in ("numpy ms", "cast st ms", "memcpy ms", "st GB/s", "best peer", "st/peer",
+                   "st/floor", "out=/floor", "crops/contig", "st/memcpy"):
+        assert column in columns, column
+    for name in ("strided", "st out=", "st crops"):
+        assert (f"{name} ms" in columns) == HAS_STACK, name
+    assert ("torch ops ms" in columns) == HAS_TORCH
+    assert ("albumentations ms" in columns) == (HAS_TORCH and HAS_ALBUMENTATIONS)
+    assert ("strided.stack is missing" in out) == (not HAS_STACK)
+    if not HAS_ALBUMENTATIONS:
+        assert "albumentations: not installed (pip install albumentations)" in out
+    assert [(r["config"], r["thr"]) for r in rows] == [("4x32x32", "1"), ("4x32x32", "2")]
+    for row in rows:
+        for column in columns:
+            if column.endswith(" ms"):
+                assert re.fullmatch(r"\d+\.\d+", row[column]), (column, row[column])
+        for column in ("st/peer", "st/floor", "out=/floor", "crops/contig", "st/memcpy"):
+            assert re.fullmatch(r"\d+\.\d\dx" if HAS_STACK else "-", row[column]), column
+        assert row["best peer"] in {"torch ops", "numpy", "albumentations", "cv2"}
+    assert "checked against a float64 reference before timing" in out
+    assert re.search(r"^  numpy: within 1e-05 \(largest \|difference\| [\d.e-]+\)$", out,
+                     re.MULTILINE)
+    found = re.search(r"^targets: (\d+) of 6 met \(tiny --quick sizes: indicative only\)$",
+                      out, re.MULTILINE)
+    assert found, out
+    if HAS_STACK:
+        for target in (r">=4x peer", r">=0\.8x floor", r"<=1\.2x crops/contig"):
+            assert re.search(rf"^  (met|MISSED): 4x32x32 [12] thr: {target} -> [\d.]+x$", out,
+                             re.MULTILINE), target
+    else:
+        assert "  n/a: 6 (no strided figure: strided.stack is missing)" in out
+
+
+def test_batch_main_without_the_peers(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*BATCH_QUICK, "--no-torch", "--no-cv2", "--threads", "1", "--markdown"]
+    assert bench_batch.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "- torch: left out (--no-torch)" in out
+    assert "- cv2 (OpenCV): left out (--no-cv2)" in out
+    assert "- albumentations: skipped, its ToTensorV2 and the collate need torch" in out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert len(table) == 3 and re.fullmatch(r"\|[-:|]+\|", table[1])
+    assert "torch" not in table[0] and "cv2" not in table[0] and "albu" not in table[0]
+    cells = [cell.strip() for cell in table[2].strip("|").split("|")]
+    assert cells[:2] == ["4x32x32", "1"] and "numpy" in cells
+
+
+def test_batch_check_catches_a_wrong_result() -> None:
+    config = bench_batch.build(bench_batch.configs(quick=True)[0])
+    good = config.reference.astype(np.float32)
+    bad = good.copy()
+    bad[1, 2, 3, 4] += 1e-4
+
+    def check(result: np.ndarray, role: str = "peer") -> dict[str, float]:
+        cons = {"peer": bench_batch.Contender(lambda: result, role, np.asarray)}
+        return bench_batch.check_contenders(config, cons, 2)
+
+    assert 0 <= check(good)["peer"] < 1e-6
+    with pytest.raises(AssertionError, match=r"^4x32x32, 2 threads: peer differs from the "
+                                             r"reference by 0\.0001 at \(1, 2, 3, 4\).*1 "
+                                             r"elements beyond 1e-05\)$"):
+        check(bad)
+    with pytest.raises(AssertionError, match=r"reproduce: images = \[np\.random"):
+        check(bad, role="strided")
+    for wrong in (good.transpose(0, 1, 3, 2), good.astype(np.float64), good[:, :2]):
+        with pytest.raises(AssertionError, match="expected a C-contiguous float32 batch of "
+                                                 r"shape \(4, 3, 32, 32\)"):
+            check(wrong)
+    nan = good.copy()
+    nan[0, 0, 0, 0] = np.nan
+    with pytest.raises(AssertionError, match=r"differs from the reference by inf at \(0, 0"):
+        check(nan)
+
+
+@pytest.mark.skipif(not HAS_STACK, reason="strided.stack is missing in this build")
+def test_batch_check_catches_a_wrong_strided(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = strided.stack
+
+    def wrong(images: object, *args: object, **kwargs: object) -> object:
+        batch = real(images, *args, **kwargs)
+        np.asarray(batch)[-1, -1, -1, -1] += 1
+        return batch
+
+    monkeypatch.setattr(strided, "stack", wrong)
+    with pytest.raises(AssertionError, match=r"4x32x32, 1 threads: strided differs"):
+        bench_batch.main([*BATCH_QUICK, "--threads", "1"])
+
+
+def _batch_result(threads: int, times: dict[str, float]) -> bench_batch.Result:
+    roles = {"strided": "strided", "st out=": "info", "st crops": "info", "numpy": "peer",
+             "torch ops": "peer", "cast st": "floor", "memcpy": "memcpy"}
+    return bench_batch.Result("64x224x224", threads, 10**9, {n: roles[n] for n in times},
+                              {n: [t] for n, t in times.items()}, {}, {}, bench_batch.TARGETS)
+
+
+def test_batch_targets_are_marked_met_and_missed() -> None:
+    results = [
+        _batch_result(1, {"strided": 1.0, "st out=": 0.5, "st crops": 0.55, "numpy": 5.0,
+                          "torch ops": 4.5, "cast st": 0.45, "memcpy": 0.2}),
+        _batch_result(2, {"strided": 1.0, "st out=": 0.5, "st crops": 0.7, "numpy": 3.0,
+                          "cast st": 0.3}),
+    ]
+    r = results[0]
+    assert r.best("peer") == "torch ops" and r.ratio("peer") == 4.5
+    assert r.ratio("floor") == pytest.approx(0.45) and r.ratio("floor out=") == pytest.approx(0.9)
+    assert r.ratio("crops") == pytest.approx(1.1) and r.ratio("memcpy") == pytest.approx(0.2)
+    assert results[1].ratio("memcpy") is None and r.gbps("strided") == 1.0
+    assert bench_batch.target_summary(results).splitlines() == [
+        "targets: 3 of 6 met",
+        "  MISSED: 64x224x224 2 thr: >=4x peer -> 3.00x",
+        "  MISSED: 64x224x224 2 thr: >=0.8x floor -> 0.60x",
+        "  MISSED: 64x224x224 2 thr: <=1.2x crops/contig -> 1.40x",
+        "  met: 64x224x224 1 thr: >=4x peer -> 4.50x",
+        "  met: 64x224x224 1 thr: >=0.8x floor -> 0.90x",
+        "  met: 64x224x224 1 thr: <=1.2x crops/contig -> 1.10x",
+    ]
+    table = bench_batch.format_table(results)
+    assert ">=4x peer met, >=0.8x floor met, <=1.2x crops/contig met" in table
+    assert ">=4x peer MISSED, >=0.8x floor MISSED, <=1.2x crops/contig MISSED" in table
+    assert bench_batch.target_summary([]) == "targets: none in this run"
+
+
+def test_batch_writes_a_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "batch.json"
+    assert bench_batch.main([*BATCH_QUICK, "--threads", "1", "--json", str(path)]) == 0
+    capsys.readouterr()
+    from harness.report import read_record
+
+    record = read_record(path)
+    assert record["benchmark"] == "batch" and record["settings"]["configs"] == ["4x32x32"]
+    (row,) = record["rows"]
+    assert (row["case"], row["config"], row["threads"]) == ("batch", "4x32x32", 1)
+    assert row["bytes"] == 5 * 4 * 32 * 32 * 3 and "numpy" in row["gbps"]
+    assert record["contenders"]["cast st"] == "floor"
+    assert ("crops" in row["ratios"]) == HAS_STACK
+    assert re.search(r"^batch\s+4x32x32\s", plot.describe(record), re.MULTILINE)
+
+
+def test_batch_benchmark_script_runs() -> None:
+    """benchmarks/bench_batch.py runs end to end (the tiny config, one thread count)."""
+    result = run_benchmark_script("bench_batch.py", *BATCH_QUICK, "--threads", "1",
+                                  "--no-albumentations", "--markdown")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| 4x32x32 ")]
+    assert len(rows) == 1, result.stdout
+    assert "albumentations: left out (--no-albumentations)" in result.stdout
+
+
 # ---- bad arguments: one line, exit status 2, for every bench sub-command ---------------------
 
 
@@ -714,6 +937,9 @@ def test_convert_benchmark_script_runs() -> None:
     ("bench_convert", ["--threads", "x"], "expected thread counts"),
     ("bench_convert", ["--cases", "nope"], "no case matches 'nope'"),
     ("bench_convert", ["--plot", "c.txt"], "one of .svg, .png, .pdf"),
+    ("bench_batch", ["--threads", "0"], "thread counts must be >= 1"),
+    ("bench_batch", ["--no-such-option"], "unrecognized arguments: --no-such-option"),
+    ("bench_batch", ["--json", "/no/such/dir/r.json"], "'/no/such/dir' does not exist"),
     ("bench_layout", ["--repeat", "0"], "--repeat must be >= 1"),
     ("bench_layout", ["--sample-ms", "x"], "invalid float value: 'x'"),
     ("plot_record", [], "the following arguments are required: RECORD.json"),
@@ -723,7 +949,8 @@ def test_convert_benchmark_script_runs() -> None:
 def test_bench_commands_report_bad_arguments_in_one_line(
         script: str, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     main_function = {"bench_copy": bench_copy.main, "bench_convert": bench_convert.main,
-                     "bench_layout": bench_layout.main, "plot_record": plot.main}[script]
+                     "bench_batch": bench_batch.main, "bench_layout": bench_layout.main,
+                     "plot_record": plot.main}[script]
     with pytest.raises(SystemExit) as exc:
         main_function(argv)
     assert exc.value.code == 2
@@ -734,7 +961,7 @@ def test_bench_commands_report_bad_arguments_in_one_line(
 
 def test_benchmark_scripts_report_bad_arguments_in_one_line(
         capsys: pytest.CaptureFixture[str]) -> None:
-    for main_function in (bench_copy.main, bench_convert.main, main):
+    for main_function in (bench_copy.main, bench_convert.main, bench_batch.main, main):
         with pytest.raises(SystemExit) as exc:
             main_function(["--repeat", "0"])
         assert exc.value.code == 2
