@@ -614,6 +614,21 @@ cdef int _set_divide(Params* params, object divide, str src_type) except -1:
     return 0
 
 
+cdef bint _in_place(const Plan* P, const char* dptr, const char* sptr, int nd,
+                    const int64_t* dst, const int64_t* src) noexcept nogil:
+    """A conversion of items of one size onto themselves (same address, same strides) by rows
+    that load a chunk before they store it (the generic rows, the division's fused row: the
+    torchvision form's division of a batch in place): exact without the overlap routes'
+    buffer."""
+    cdef int i
+    if dptr != sptr or P.dsz != P.ssz or (P.fused != NULL and P.mode != ST_CVT_DIV32):
+        return False
+    for i in range(nd):
+        if dst[i] != src[i]:
+            return False
+    return True
+
+
 cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* sizes,
                           const int64_t* dst_strides, const int64_t* src_strides, int dst_code,
                           int src_code, const Params* params, const int64_t* par,
@@ -660,8 +675,10 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
     byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
     byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
-    if not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
-            or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
+    if _in_place(&P, dptr, sptr, nd, dst, src):
+        pass   # each element read, then written where it was read: no route needed
+    elif not (dptr + (dhi + 1) * P.dsz <= sptr + slo * P.ssz
+              or sptr + (shi + 1) * P.ssz <= dptr + dlo * P.dsz):
         # the byte ranges meet: the engine's overlap policy, converting as it reads
         if _convert_overlapping(&P, dptr, sptr, nd, sz, dst, src, par, nthreads, &T) == 0:
             return 0

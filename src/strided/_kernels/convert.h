@@ -1,5 +1,6 @@
 /* Conversion kernels of strided: one row of elements read as one dtype, written as another,
- * optionally through an affine step t = x * scale + shift (DESIGN.md §1 "Conversion").
+ * optionally through an affine step t = x * scale + shift (the rules: docs/copy.rst,
+ * "Converting while copying").
  *
  * The planner in _convert.pyx reduces a conversion to rows (and, for transposes, to tiles it
  * stages in cache and hands to the copy engine's transpose kernels); this header only converts
@@ -82,6 +83,10 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
 #define ST_PICK(NAME) return NAME##_base
 #endif
     (void)simd;
+    if (mode == ST_CVT_DIV32) {
+        if (stype == ST_F32 && dtype == ST_F32) ST_PICK(st_f32_f32_div);
+        return NULL;
+    }
     if (mode == ST_CVT_AFF32) {
         if (stype == ST_U8 && dtype == ST_F32) ST_PICK(st_u8_f32);
         if (stype == ST_I8 && dtype == ST_F32) ST_PICK(st_i8_f32);

@@ -37,6 +37,32 @@
         }                                                                                     \
     }
 
+/* t = source element i / scale + shift in float32 (ST_CVT_DIV32, float32 -> float32): each
+ * run of 64 elements is loaded into a local buffer before any is stored, so the row may be
+ * converted in place (d == s: the torchvision form divides a batch where it is), and the
+ * loops still vectorise (the buffer aliases nothing). */
+#define ST_DIV_BODY                                                                           \
+    const float *a = (const float *)scale, *c = (const float *)shift;                         \
+    float t[64];                                                                              \
+    for (st_idx i0 = 0; i0 < n; i0 += 64) {                                                  \
+        const st_idx k = n - i0 < 64 ? n - i0 : 64;                                           \
+        const char *sp = s + 4 * i0;                                                          \
+        if (ps == 0) {                                                                        \
+            const float a0 = a[0], c0 = c[0];                                                 \
+            for (st_idx j = 0; j < k; j++) {                                                 \
+                float q = st_ld_f32(sp + 4 * j) / a0;                                         \
+                t[j] = q + c0;                                                                \
+            }                                                                                 \
+        } else {                                                                              \
+            for (st_idx j = 0; j < k; j++) {                                                 \
+                float q = st_ld_f32(sp + 4 * j) / a[i0 + j];                                  \
+                t[j] = q + c[i0 + j];                                                         \
+            }                                                                                 \
+        }                                                                                     \
+        for (st_idx j = 0; j < k; j++)                                                       \
+            st_st_f32(d + 4 * (i0 + j), t[j]);                                                \
+    }
+
 /* A plain cast of a unit-stride row: EXPR converts `v`, an element of TS (loaded by st_ld_SN),
  * to TD (stored by st_st_DN). */
 #define ST_DEF_PLAIN(NAME, SUFFIX, ATTR, TS, SN, TD, DN, EXPR)                                \
@@ -89,6 +115,12 @@ ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
                                          const void *scale, const void *shift, st_idx ps)    \
     {                                                                                         \
         ST_AFFINE_BODY(st_ld_f32, 4, st_st_f32(d + 4 * i, t))                                 \
+    }                                                                                         \
+    ATTR static void st_f32_f32_div_##SUFFIX(char *d, const char *s, st_idx n,               \
+                                             const void *scale, const void *shift,           \
+                                             st_idx ps)                                      \
+    {                                                                                         \
+        ST_DIV_BODY                                                                           \
     }                                                                                         \
     ATTR static void st_f32_bf16_##SUFFIX(char *d, const char *s, st_idx n,                  \
                                           const void *scale, const void *shift, st_idx ps)   \
