@@ -34,8 +34,8 @@ from libc.string cimport memcpy
 
 from strided._copy cimport (
     Plan, Reader, Tuning, copy_elements, copy_elements_many, copy_overlapping, copy_threads,
-    default_threads, execute, execute_many, fused_fn, pixels_fn, planes_fn, plan_problem, plan_run, run_team, simd_level,
-    streams, tiled_fn, transpose_block, tuning_now,
+    default_threads, execute, execute_many, fused_fn, pixels_fn, planes_fn, plan_problem,
+    plan_run, run_team, simd_level, streams, tiled_fn, transpose_block, tuning_now,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,

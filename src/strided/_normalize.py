@@ -12,7 +12,7 @@ Examples
 --------
 >>> form = ImageForm.of(mean=(0.5, 0.25), std=0.5, max_value=None, rounding="fused")
 >>> form.affine("uint8", "float32")            # scale = 1 / (255 * std), shift = -mean / std
-(0.00784313725490196, (-1.0, -0.5), None)
+((0.00784313725490196, 0.00784313725490196), (-1.0, -0.5), None)
 >>> ImageForm.of(mean=0.5, std=0.25, max_value=None, rounding="torchvision").affine(
 ...     "uint8", "float32")                    # x * (1 / 255) - mean, then / std
 (0.00392156862745098, -0.5, 0.25)
@@ -58,13 +58,13 @@ class ImageForm:
             raise ValueError(f"rounding must be one of {', '.join(map(repr, ROUNDINGS))}, "
                              f"got {rounding!r}")
         self.rounding: str = rounding
-        stds = self.std if type(self.std) is tuple else (self.std,)
-        for k, value in enumerate(stds):
-            if value is not None and (value == 0 or not math.isfinite(value)):
-                where = f"std[{k}]" if type(self.std) is tuple else "std"
+        std_values = _values(self.std)
+        for k, value in enumerate(std_values):
+            if value == 0 or not math.isfinite(value):
+                where = f"std[{k}]" if isinstance(self.std, tuple) else "std"
                 raise ValueError(f"{where} is {value}: a standard deviation is a finite, "
                                  f"non-zero number")
-        if (type(self.mean) is tuple and type(self.std) is tuple
+        if (isinstance(self.mean, tuple) and isinstance(self.std, tuple)
                 and len(self.mean) != len(self.std)):
             raise ValueError(f"mean has {len(self.mean)} values but std has {len(self.std)}: "
                              f"give one of each per channel")
@@ -89,20 +89,17 @@ class ImageForm:
         if self.rounding == "torchvision":
             return self._torchvision(src_type, dst_type)
         top = self.max_value if self.max_value is not None else max_value_of(src_type)
-        std = self.std if self.std is not None else 1.0
-        mean = self.mean
-        stds = std if type(std) is tuple else None
-        if type(mean) is tuple or stds is not None:
-            n = len(mean) if type(mean) is tuple else len(std)    # type: ignore[arg-type]
-            means = mean if type(mean) is tuple else (mean,) * n
-            stds = stds if stds is not None else (std,) * n       # type: ignore[assignment]
-            scale: _Param = tuple(1.0 / (top * s) for s in stds)  # type: ignore[union-attr]
-            shift: _Param = (None if mean is None else
-                             tuple(-m / s for m, s in zip(means, stds)))  # type: ignore[arg-type]
+        mean, std = self.mean, self.std
+        if isinstance(mean, tuple) or isinstance(std, tuple):
+            n = len(mean) if isinstance(mean, tuple) else len(_values(std))
+            means, stds = _channels(mean, n, 0.0), _channels(std, n, 1.0)
+            scale: _Param = tuple(1.0 / (top * s) for s in stds)
+            shift: _Param = None if mean is None else tuple(
+                -m / s for m, s in zip(means, stds))
             return scale, shift, None
-        assert type(std) is float
-        scale = None if top == 1.0 and std == 1.0 else 1.0 / (top * std)
-        shift = None if mean is None else -mean / std    # type: ignore[operator]
+        s1 = 1.0 if std is None else float(std)    # (scalars here: tuples returned above)
+        scale = None if top == 1.0 and s1 == 1.0 else 1.0 / (top * s1)
+        shift = None if mean is None else -float(mean) / s1
         return scale, shift, None
 
     def _torchvision(self, src_type: str, dst_type: str) -> tuple[_Param, _Param, _Param]:
@@ -121,15 +118,31 @@ class ImageForm:
             scale = None                        # ToDtype leaves float values as they are
         mean, std = self.mean, self.std
         shift: _Param
-        if type(mean) is tuple:
+        if isinstance(mean, tuple):
             shift = tuple(-m for m in mean)
-        elif type(std) is tuple:
+        elif isinstance(std, tuple):
             # a vector shift (-0.0: not applied, bit for bit) carries the channel strides
             # that the divisor's pass reuses
-            shift = (-(mean or 0.0),) * len(std)
+            shift = (-(float(mean or 0.0)),) * len(std)
         else:
-            shift = None if mean is None else -mean
+            shift = None if mean is None else -float(mean)
         return scale, shift, std
+
+
+def _values(value: _Param) -> tuple[float, ...]:
+    """A parameter's values: none, one or a vector's."""
+    if value is None:
+        return ()
+    return value if isinstance(value, tuple) else (float(value),)
+
+
+def _channels(value: _Param, n: int, missing: float) -> tuple[float, ...]:
+    """A parameter as ``n`` per-channel values (a missing one is ``missing``)."""
+    if value is None:
+        return (missing,) * n
+    if isinstance(value, tuple):
+        return value
+    return (float(value),) * n
 
 
 def _scalar(value: Any, name: str) -> float | None:
@@ -137,8 +150,9 @@ def _scalar(value: Any, name: str) -> float | None:
     loaded = _core.load_parameter(value, name)
     if loaded is None:
         return None
-    if type(loaded) is tuple:
+    if isinstance(loaded, tuple):
         raise TypeError(f"{name} must be one number (the input scale), got {len(loaded)} values")
-    if not (math.isfinite(loaded) and loaded > 0):
+    number = float(loaded)
+    if not (math.isfinite(number) and number > 0):
         raise ValueError(f"{name} is {loaded}: the input scale is a finite number > 0")
-    return float(loaded)
+    return number

@@ -19,7 +19,7 @@ Examples
 >>> images = [np.full((2, 3, 3), v, np.uint8) for v in (0, 51, 255)]      # H, W, C
 >>> batch = st.stack(images, mean=0.5, std=0.5)       # (x / 255 - 0.5) / 0.5, float32
 >>> batch.shape, batch.dtype, batch[:, 0, 0, 0].tolist()
-((3, 3, 2, 3), dtype('float32'), [-1.0, -0.6000000238418579, 1.0])
+((3, 3, 2, 3), dtype('float32'), [-1.0, -0.5999999642372131, 1.0])
 """
 
 from __future__ import annotations
@@ -29,8 +29,16 @@ from typing import Any
 
 from strided import _convert, _copy, _core
 from strided.copy import (
-    Conversion, _allocate, _channel_params, _check_host, _check_no_self_overlap,
-    _check_writeable, _conversion, _conversion_types, _describe, relayout,
+    Conversion,
+    _allocate,
+    _channel_params,
+    _check_host,
+    _check_no_self_overlap,
+    _check_writeable,
+    _conversion,
+    _conversion_types,
+    _describe,
+    relayout,
 )
 from strided.formats import physical_order
 from strided.interop._record import MemoryRecord, check_view, type_name
@@ -232,8 +240,8 @@ def _check_alike(images: tuple[Any, ...], records: list[MemoryRecord],
             raise ValueError(f"images[{k}] has (C, H, W) sizes {logical[k].sizes} but images[0] "
                              f"has {first}: a batch stacks images of one size (resize or crop "
                              f"them first)")
-        if type_name(records[k]) != first_type or first_type is None and (
-                records[k].layout.itemsize != records[0].layout.itemsize):
+        if type_name(records[k]) != first_type or (first_type is None and (
+                records[k].layout.itemsize != records[0].layout.itemsize)):
             dtypes = [r.adapter.dtype_name(x, r) for x, r in ((images[0], records[0]),
                                                               (images[k], records[k]))]
             raise ValueError(f"images[{k}] has dtype {dtypes[1]} but images[0] has "
@@ -315,14 +323,14 @@ def _unshared(out_record: MemoryRecord, images: tuple[Any, ...], records: list[M
     """The images, each one whose memory meets out's replaced by a copy of it (the batch is
     written at once: no image may be read after a write reaches it)."""
     low, high = _byte_range(out_record)
-    images, records, logical = list(images), list(records), list(logical)
+    arrays, records, logical = list(images), list(records), list(logical)
     for k, record in enumerate(records):
         lo, hi = _byte_range(record)
         if lo < high and low < hi:
-            images[k] = relayout(images[k], tuple(range(record.layout.ndim)))
-            records[k] = _describe(images[k], f"images[{k}]")
+            arrays[k] = relayout(arrays[k], tuple(range(record.layout.ndim)))
+            records[k] = _describe(arrays[k], f"images[{k}]")
             logical[k] = _planar(records[k].layout, axes)
-    return tuple(images), records, logical
+    return tuple(arrays), records, logical
 
 
 def _byte_range(record: MemoryRecord) -> tuple[int, int]:
@@ -339,7 +347,7 @@ def _fill(out_record: MemoryRecord, records: list[MemoryRecord], logical: list[L
     images interleave in memory (a batch dimension that is not outermost)."""
     dst_type, src_type = types
     batch = out_record.layout
-    scale, shift, par, length = _channel_params(conversion, batch.sizes, 1)
+    scale, shift, par, _ = _channel_params(conversion, batch.sizes, 1)
     dsz, ssz = batch.itemsize, records[0].layout.itemsize
     one_by_one = _interleaved(batch)
     jobs = []
@@ -469,7 +477,7 @@ class Collate:
         return f"Collate({', '.join(args)})"
 
     def __call__(self, samples: Sequence[Any]) -> Any:
-        import torch     # only here: `import strided` never imports torch
+        import torch  # only here: `import strided` never imports torch
         from torch.utils.data import default_collate, get_worker_info
 
         samples = list(samples)

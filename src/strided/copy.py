@@ -389,7 +389,7 @@ def _divide(dst: tuple[Any, MemoryRecord], runs: list[_Piece], conversion: Conve
                          "to the CPU first")
     divisor = Conversion("unsafe", conversion.divisor, None, axis)
     scale, _, strides, length = _channel_params(divisor, sizes, axis)
-    dst_array, dst_record = dst
+    _, dst_record = dst
     base = dst_record.adapter.pinned(dst_record, "dst")
     size = dst_record.layout.itemsize
     for dst_piece, _, params in runs:
@@ -630,7 +630,8 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
     Returns
     -------
     array
-        ``out`` when given, else a new array of x's library. numpy: an array of the physical shape, transposed. torch:
+        ``out`` when given, else a new array of x's library. numpy: an array of the
+        physical shape, transposed. torch:
         a tensor on x's device with torch's own strides (``"NHWC"`` is
         ``torch.channels_last``, ``"NDHWC"`` ``channels_last_3d``), in the autograd graph
         when x requires grad. Other libraries: built on the host and handed over with the
@@ -896,7 +897,8 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     Returns
     -------
     array
-        ``out`` when given, else a new packed rank-5 array of x's library and dtype (or ``dtype``), of the physical shape
+        ``out`` when given, else a new packed rank-5 array of x's library and dtype (or
+        ``dtype``), of the physical shape
         :func:`strided.formats.blocked_shape` gives: ``(N, ceil(C/x), H, W, x)`` for NCHWx,
         ``(ceil(C/4), H, W, N, 4)`` for CHWN4. Channel ``c`` of x is
         ``[n, c // x, h, w, c % x]`` (NCHWx); the channels after the last one, up to a

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_
-
 from isolated import probe_results, run_isolated
-from strided import _convert, _copy
+
+from strided import _convert
 
 PAIRS = [("float32", "uint8"), ("uint8", "uint8"), ("float16", "uint8"), ("int8", "float32"),
          ("float32", "float32"), ("bfloat16", "float32"), ("float64", "int16")]
