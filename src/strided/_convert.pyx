@@ -493,12 +493,12 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     """Convert a strided tensor between raw addresses (element strides; no bounds checks).
 
     Element ``index`` is read as ``src_type`` at ``src_address + dot(index, src_strides) *
-    itemsize(src_type)`` and written, converted (DESIGN.md §1 "Conversion"), as ``dst_type``
-    at ``dst_address + dot(index, dst_strides) * itemsize(dst_type)``. Like ``memmove``, this
-    trusts the caller that both lie in memory it owns (:func:`strided.copyto` checks that
-    first); when the two share memory, the copy engine's overlap routes convert through a
-    small buffer where an order allows (a shift, an in-place transpose; else the whole source
-    is staged), so the destination gets the converted values of the source as it was.
+    itemsize(src_type)`` and written, converted (the documentation's "Conversion" rules), as
+    ``dst_type`` at ``dst_address + dot(index, dst_strides) * itemsize(dst_type)``. Like
+    ``memmove``, this trusts the caller that both lie in memory it owns (:func:`strided.copyto`
+    checks that first); when the two share memory, the copy engine's overlap routes convert
+    through a small buffer where an order allows (a shift, an in-place transpose; else the whole
+    source is staged), so the destination gets the converted values of the source as it was.
 
     Parameters
     ----------
@@ -1347,8 +1347,8 @@ cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t
 
 cdef bint _byte_addressable(int nd, const int64_t* sizes, const int64_t* strides,
                             int64_t base) noexcept nogil:
-    """DESIGN.md §1: offset even, strides >= 0, every stride but one unit stride even (size-1
-    dims dropped already)."""
+    """Byte-addressable: offset even, strides >= 0, every stride but one unit stride even
+    (size-1 dims dropped already)."""
     cdef int i, units = 0
     if base & 1:
         return False

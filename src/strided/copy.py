@@ -75,7 +75,8 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     layouts are (padded, permuted, reversed, broadcast source). When the two share memory the
     result is still exactly a copy of ``src`` as it was before the call. When the dtypes
     differ, or ``scale``/``shift`` are given, each element is converted in the same pass
-    (DESIGN.md §1 "Conversion"): ``dst = convert(src * scale + shift)``.
+    (the rules are under "Conversion" in the documentation's concepts page):
+    ``dst = convert(src * scale + shift)``.
 
     Parameters
     ----------
