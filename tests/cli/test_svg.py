@@ -454,7 +454,7 @@ def test_cli_figure_is_byte_identical_across_processes(tmp_path: Path) -> None:
         (["--svg", "{tmp}/f.svg"], r"--sizes is required"),
         (["--sizes", "2,3", "--svg", "{tmp}/missing/f.svg"],
          r"--svg '.*missing/f.svg': cannot write the figure: No such file or directory"),
-        (["--sizes", "2,3", "--svg", "{tmp}"], r"cannot write the figure"),
+        (["--sizes", "2,3", "--svg", "{tmp}/dir.svg"], r"cannot write the figure"),
         (["NHWC", "--sizes", "2,3", "--svg", "{tmp}/f.svg"], r"it is a rank-4 label"),
     ],
 )
@@ -463,6 +463,7 @@ def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: P
     import re
 
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    (tmp_path / "dir.svg").mkdir()  # a directory whose name ends in .svg: it cannot be written
     status, out, err = run(capsys, "explain", *argv)
     assert status == 2
     assert out == ""
@@ -470,6 +471,50 @@ def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert err.count("\n") == 1, err
     assert re.search(pattern, err), err
     assert not (tmp_path / "f.svg").exists()
+
+
+@pytest.mark.parametrize("name", ["a.png", "a.PDF", "a", "a.svg.png", "svg", ".svg", "a.svgz"])
+@pytest.mark.parametrize("argv", [
+    ["NHWC", "--sizes", "1,3,2,2"],
+    ["NCHW4", "--sizes", "1,6,2,2"],     # a blocked format's figure
+    ["--sizes", "2,3", "--bits", "4"],
+    ["NHWC"],                            # refused for the name before --sizes is missed
+])
+def test_cli_refuses_a_file_name_not_ending_in_svg(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path, name: str,
+                                                   argv: list[str]) -> None:
+    """Only SVG is written: a FILE named for another format (or none) is refused up front, in
+    one line naming it, and nothing is created."""
+    path = tmp_path / name
+    status, out, err = run(capsys, "explain", *argv, "--svg", str(path))
+    assert (status, out) == (2, "")
+    assert err == (f"strided explain: error: --svg {str(path)!r}: the figure is written as SVG "
+                   f"only; give a FILE whose name ends in .svg\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["a.SVG", "a.Svg", "a.png.svg"])
+def test_cli_accepts_svg_in_any_case(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                     name: str) -> None:
+    path = tmp_path / name
+    status, out, err = run(capsys, "explain", "NHWC", "--sizes", "1,3,2,2", "--svg", str(path))
+    assert (status, out, err) == (0, f"wrote {path}\n", "")
+    assert path.read_text() == layout_svg(Layout.packed((1, 3, 2, 2), "NHWC"),
+                                          title="NHWC, sizes (1, 3, 2, 2)")
+
+
+def test_cli_refuses_a_png_name_from_the_shell(tmp_path: Path) -> None:
+    """``python -m strided explain ... --svg a.png``, as a user types it: status 2, no file."""
+    result = subprocess.run(
+        [sys.executable, "-m", "strided", "explain", "NHWC", "--sizes", "1,3,2,2",
+         "--svg", "a.png"],
+        capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == ("strided explain: error: --svg 'a.png': the figure is written as "
+                             "SVG only; give a FILE whose name ends in .svg\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_help_documents_svg(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,7 +34,8 @@ offset row and a value row, the elements named A, B, C... in row-major index ord
 padding, A/D for an offset several elements share.
 
 With --svg FILE, draw the same as an SVG figure instead (the logical tensor, the buffer cells
-with their offsets, one colour per channel or row) and print only where it was written. Blocked
+with their offsets, one colour per channel or row) and print only where it was written; FILE
+must end in .svg (any case), as only SVG is written. Blocked
 formats (NCHW4, NCHW32, CHWN4, nChw16c, ...) are drawn with --svg only: their buffer is no
 strided layout of the logical NCHW tensor.
 
@@ -159,8 +160,8 @@ def _explanation_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
                         help="element offset of index (0, ..., 0) (default: 0)")
     parser.add_argument(
         "--svg", metavar="FILE",
-        help="draw the layout as an SVG figure into FILE instead of printing the text; "
-             "blocked formats too",
+        help="draw the layout as an SVG figure into FILE (a name ending in .svg) instead of "
+             "printing the text; blocked formats too",
     )
     return parser
 
@@ -268,7 +269,20 @@ def _write_figure(path: str, svg: str, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--svg {path!r}: cannot write the figure: {exc.strerror or exc}")
 
 
+def _check_svg_path(path: str | None, parser: argparse.ArgumentParser) -> None:
+    """Refuse (``parser.error``) an ``--svg`` FILE whose suffix is not ``.svg``, in any case.
+
+    The figure is SVG text and nothing else: a name such as ``a.png`` or ``a.pdf`` would hold SVG
+    under a name that promises another format, so it is refused before anything is computed or
+    written.
+    """
+    if path is not None and os.path.splitext(path)[1].lower() != ".svg":
+        parser.error(f"--svg {path!r}: the figure is written as SVG only; give a FILE whose "
+                     f"name ends in .svg")
+
+
 def _print_explanation(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    _check_svg_path(args.svg, parser)
     given = [args.label, args.strides, args.broadcast, args.svg]
     if args.sizes is None:
         if (any(value is not None for value in given) or args.itemsize != 1 or args.offset
