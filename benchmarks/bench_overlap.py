@@ -1,11 +1,11 @@
-"""Peak memory and time of copies whose source and destination share memory (issue 11, §3).
+"""Peak memory and time of copies whose source and destination share memory.
 
 Each case runs in a fresh interpreter, so that its peak resident set size (``ru_maxrss``) is its
 own: the array is allocated and touched, then the copy runs once with strided and, in another
 interpreter, once with numpy (``np.copyto``), the reference users would otherwise call. The
 table gives the peak RSS above the array itself and the time of the copy.
 
-    python benchmarks/bench_overlap.py                  # 512 MiB, the figures of the issue
+    python benchmarks/bench_overlap.py                  # 512 MiB, the figures of the README
     python benchmarks/bench_overlap.py --mib 64         # a quicker run
 """
 

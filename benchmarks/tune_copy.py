@@ -1,6 +1,6 @@
 """Compare copy-engine tunings on the transposing cases, each paired with a memcpy.
 
-A working tool for whoever tunes the kernel (issue 4), not a benchmark of record: it calls the
+A working tool for whoever tunes the copy kernel, not a benchmark of record: it calls the
 private ``strided._copy._tune`` hook, runs only strided and a single-call memcpy, alternating
 (nothing else runs between the two), and prints ``memcpy time / strided time`` for every case
 and configuration. Configurations are ``_tune`` keyword sets, given as a JSON list::

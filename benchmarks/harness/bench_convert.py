@@ -3,8 +3,8 @@ write today (numpy ufuncs, torch ops, OpenCV) and against the floors (a contiguo
 same elements, a memcpy of the same bytes).
 
 ``python benchmarks/bench_convert.py`` calls :func:`main`.
-Every **case** (issue 13 §4) is a conversion a model's pre- or post-processing makes, run on a
-few **configs** (sizes, formats, dtypes):
+Every **case** is a conversion a model's pre- or post-processing makes, run on a few **configs**
+(sizes, formats, dtypes):
 
 1. ``normalize``: HWC uint8 -> CHW float32, ``(x/255 - mean)/std`` per channel (224x224,
    1080x1920, and a batch of 64 224x224 images NHWC -> NCHW). strided:
@@ -30,7 +30,8 @@ to sample (:func:`harness.report.sample_alternating`), at 1 and 2 threads
 (``num_threads``, ``torch.set_num_threads`` and ``cv2.setNumThreads`` matched; numpy runs on one
 thread). The tables give the median ms per call, strided's GB/s (bytes read + written), the
 medians of the paired ratios ``strided / best peer``, ``strided / floor`` (``/ memcpy``) and the
-targets of issue 13, each met or MISSED.
+conversion targets (the speed strided aims at, such as 8x the best peer for ``quantize``), each
+met or MISSED.
 
 Examples
 --------
@@ -177,7 +178,7 @@ class Contender:
 
 @dataclass(frozen=True)
 class Target:
-    """strided / ``metric`` >= ``want`` on the given thread counts (issue 13 §4)."""
+    """A conversion target: strided / ``metric`` >= ``want`` on the given thread counts."""
 
     metric: str  # "peer", "floor" or "memcpy"
     want: float
@@ -1093,14 +1094,14 @@ def _check_lines(results: Sequence[Result]) -> list[str]:
 
 
 def target_summary(results: Sequence[Result], *, quick: bool = False) -> str:
-    """Every target of issue 13 §4 in the run, met or MISSED (n/a without a strided figure)."""
+    """Every conversion target in the run, met or MISSED (n/a without a strided figure)."""
     rows = [(r, t, v) for r in results for t, v in r.verdicts()]
     if not rows:
-        return "targets (issue 13 §4): none in this run"
+        return "conversion targets: none in this run"
     met = [x for x in rows if x[2] is not None and x[2] >= x[1].want]
     missed = [x for x in rows if x[2] is not None and x[2] < x[1].want]
     na = [x for x in rows if x[2] is None]
-    head = f"targets (issue 13 §4): {len(met)} of {len(rows)} met"
+    head = f"conversion targets: {len(met)} of {len(rows)} met"
     if quick:
         head += " (tiny --quick sizes: indicative only)"
     lines = [head]
@@ -1202,7 +1203,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_
     """
     parser = OneLineParser(
         prog=prog,
-        description="Conversion benchmark (issue 13 §4): strided.copyto with a dtype change "
+        description="Conversion benchmark: strided.copyto with a dtype change "
                     "(and scale/shift) against numpy, torch and OpenCV chains, a contiguous "
                     "cast and a memcpy, paired and alternating in one process, at 1 and 2 "
                     "threads; every result is checked against a reference before timing.",

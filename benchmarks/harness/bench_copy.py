@@ -94,7 +94,7 @@ __all__ = [
 ]
 
 MiB = 1 << 20
-#: Sizes (MiB of the logical tensor) of the full run: issue 4 §3.
+#: Sizes (MiB of the logical tensor) of the full run.
 FULL_SIZES = (4.0, 64.0, 512.0)
 #: ``--small``: one small size ...
 SMALL_SIZES = (4.0,)
@@ -110,7 +110,7 @@ TARGET_THREADS = 2
 TARGET_VS_PEER = 1.0
 #: strided / best peer, geometric mean over the transposing cases.
 TARGET_TRANSPOSE_GEOMEAN = 2.0
-#: strided / best peer, every inverse case (NHWC -> NCHW, HWC -> CHW): issue 13 §2.
+#: strided / best peer, every inverse case (NHWC -> NCHW, HWC -> CHW).
 TARGET_INVERSE_VS_PEER = 2.0
 #: strided's inverse direction / its forward direction (speed), the same dtype and size.
 TARGET_INVERSE_VS_FORWARD = 0.8
@@ -706,7 +706,7 @@ def _verdict(misses: Sequence[Result], total: int, value: Callable[[Result], flo
 
 
 def target_summary(results: Sequence[Result], small: SmallCopy | None = None) -> str:
-    """The targets of the copy engine (issue 4 §3, issue 13 §2), each marked met or MISSED.
+    """The copy targets (the speed the copy engine aims at), each marked met or MISSED.
 
     They are set at 64 MiB on 2 threads: rows of other sizes are left out when the run has
     64 MiB rows, else the largest size stands in (and the summary says it is indicative); the
@@ -729,7 +729,7 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
         if "torch" not in peers:
             notes.append("torch absent")
         extra = f"; {'; '.join(notes)}" if notes else ""
-        lines.append(f"targets (issue 4 §3) at {at:g} MiB, {threads} threads, peers "
+        lines.append(f"copy targets at {at:g} MiB, {threads} threads, peers "
                      f"{' and '.join(peers)}{extra}:")
         misses = [r for r in rows if not r.vs_peer >= TARGET_VS_PEER]
         lines.append(f"  every case >= {TARGET_VS_PEER:.1f}x best peer: "

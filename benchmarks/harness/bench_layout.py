@@ -95,7 +95,7 @@ __all__ = [
     "stand_in_answers",
 ]
 
-#: The aim of the issue: at most this many nanoseconds per call for rank <= 5.
+#: The speed strided aims at: at most this many nanoseconds per call for rank <= 5.
 AIM_NS = 2000.0
 #: Ranks the aim applies to.
 AIM_MAX_RANK = 5

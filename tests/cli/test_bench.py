@@ -303,7 +303,7 @@ def test_copy_main_prints_every_case_and_the_targets(capsys: pytest.CaptureFixtu
             assert row.search(out), (case.name, dtype)
     assert "identical bytes: strided" in out and "on every case (checked before timing)" in out
     assert re.search(r"^small copy \(16 x float32.*numpy/strided = [\d.]+x$", out, re.MULTILINE)
-    assert "targets (issue 4 §3) at 0.25 MiB, 2 threads" in out
+    assert "copy targets at 0.25 MiB, 2 threads" in out
     assert "indicative only" in out
     transposing = sum(case.transposing for case in bench_copy.CASES)
     inverse = sum(case.inverse_of is not None for case in bench_copy.CASES)
@@ -552,7 +552,7 @@ def test_convert_main_prints_a_table_per_case(capsys: pytest.CaptureFixture[str]
                    r"strided >=8x peer", r"half float16 2 thr: strided >=0.8x memcpy"):
         assert re.search(rf"^  (met|MISSED): {target} -> [\d.]+x$", out, re.MULTILINE) or \
             not CONVERTS, target
-    summary = r"targets \(issue 13 §4\): \d+ of (\d+) met \(tiny --quick sizes: indicative only\)"
+    summary = r"conversion targets: \d+ of (\d+) met \(tiny --quick sizes: indicative only\)"
     found = re.search(summary, out)
     assert found, out
     assert "checked against the reference before timing, every row:" in out
@@ -644,7 +644,7 @@ def test_convert_targets_are_marked_met_and_missed() -> None:
     assert results[2].verdicts() == [] and results[2].ratio("memcpy") is None
     text = bench_convert.target_summary(results)
     assert text.splitlines() == [
-        "targets (issue 13 §4): 2 of 4 met",
+        "conversion targets: 2 of 4 met",
         "  MISSED: normalize 1080x1920 2 thr: strided >=4x peer -> 3.00x",
         "  MISSED: normalize 1080x1920 2 thr: strided >=0.7x floor -> 0.50x",
         "  met: normalize 1080x1920 1 thr: strided >=4x peer -> 4.50x",
@@ -653,7 +653,7 @@ def test_convert_targets_are_marked_met_and_missed() -> None:
     table = bench_convert.format_table(bench_convert.CASES_BY_NAME["normalize"], results)
     assert ">=4x peer MISSED, >=0.7x floor MISSED" in table
     assert ">=4x peer met, >=0.7x floor met" in table
-    assert bench_convert.target_summary([]) == "targets (issue 13 §4): none in this run"
+    assert bench_convert.target_summary([]) == "conversion targets: none in this run"
 
 
 def test_convert_main_rejects_bad_options() -> None:

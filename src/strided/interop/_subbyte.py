@@ -5,9 +5,10 @@ DLPack describes a 4-bit tensor with dtype ``(kDLInt or kDLUInt, bits=4, lanes=1
 strides and ``byte_offset`` are as for any tensor, strides counted in (4-bit) elements, and by
 default the elements are *packed*: element ``e`` (the element offset ``dot(index, strides)``)
 lies in byte ``data + byte_offset + e // 2``, low nibble when ``e`` is even. That is exactly
-strided's contract (DESIGN.md section 1, "Sub-byte elements"). DLPack 1.1's flag
-``DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`` (``1 << 2``) says instead that each element
-fills a whole byte (one value per byte, in its low bits).
+strided's own 4-bit layout (``Layout(..., bits=4)``; the documentation's concepts page,
+"Sub-byte elements"). DLPack 1.1's flag ``DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED``
+(``1 << 2``) says instead that each element fills a whole byte (one value per byte, in its low
+bits).
 
 Since ``data + byte_offset`` is a byte address, element ``(0, ..., 0)`` always starts a byte:
 a layout whose first element is a high nibble (an odd offset) has no DLPack form, and neither
