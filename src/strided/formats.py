@@ -2,8 +2,10 @@
 
 Sizes are always given in the canonical logical order of their rank (2D ``HW``, 3D ``DHW``,
 4D ``NCHW``, 5D ``NCDHW``). A *label* lists the same letters from the outermost to the innermost
-dimension in memory: ``"NHWC"`` is channels-last, ``"WH"`` column-major. ``"C"`` and ``"F"``
-mean row- and column-major for any rank, and a tuple of axes gives any physical order.
+dimension in memory: ``"NHWC"`` is channels-last, ``"WH"`` column-major. Rank 3 also takes the
+image letters ``CHW`` (sizes ``(C, H, W)``): ``"CHW"`` is planar, ``"HWC"`` channels-last.
+``"C"`` alone is C (row-major) order, never "channels", and ``"F"`` Fortran (column-major)
+order, for any rank; a tuple of axes gives any physical order.
 
 A *blocked* format (``"NCHW4"``, ``"NCHW32"``, ``"CHWN4"``, oneDNN's ``"nChw8c"``) stores a
 logical ``(N, C, H, W)`` tensor as a packed array of a different physical shape, the channels
@@ -14,6 +16,8 @@ Examples
 >>> from strided.formats import packed_strides, blocked_shape
 >>> packed_strides((1, 3, 2, 2), "NHWC")
 (12, 1, 6, 3)
+>>> packed_strides((3, 4, 5), "HWC")          # sizes (C, H, W), channels-last
+(1, 15, 3)
 >>> packed_strides((2, 3, 4, 5), "NHWC", broadcast=(False, True, False, False))
 (20, 0, 5, 1)
 >>> blocked_shape((2, 6, 3, 3), "NCHW4")
@@ -32,6 +36,7 @@ from strided import _core
 
 __all__ = [
     "CANONICAL",
+    "LABEL_LETTERS",
     "BlockedFormat",
     "blocked_shape",
     "blocked_view_strides",
@@ -43,14 +48,34 @@ __all__ = [
     "preferred_label",
 ]
 
-#: Canonical letters of each rank that has named layouts.
+#: Canonical letters of each rank that has named layouts: the letters in which
+#: :func:`matching_labels`, :func:`preferred_label` and :attr:`strided.Layout.label` answer.
 CANONICAL: dict[int, str] = {2: "HW", 3: "DHW", 4: "NCHW", 5: "NCDHW"}
+
+#: Every set of letters a label of each rank may be spelled in, the canonical one first: rank 3
+#: also takes the image letters ``CHW`` (sizes ``(C, H, W)``: ``"CHW"`` planar, ``"HWC"``
+#: channels-last), the same orders as ``DHW`` with ``C`` in place of ``D``.
+LABEL_LETTERS: dict[int, tuple[str, ...]] = {
+    2: ("HW",), 3: ("DHW", "CHW"), 4: ("NCHW",), 5: ("NCDHW",)}
 
 LayoutSpec = str | Sequence[int] | None
 
 
+def _letter_sets(rank: int, joiner: str = " or ") -> str:
+    """``'DHW' or 'CHW'``: the letter sets of a rank, for messages."""
+    return joiner.join(repr(letters) for letters in LABEL_LETTERS[rank])
+
+
 def _ranks_help() -> str:
-    return ", ".join(f"rank {r}: {letters!r}" for r, letters in CANONICAL.items())
+    return ", ".join(f"rank {r}: {_letter_sets(r)}" for r in LABEL_LETTERS)
+
+
+def _letters_of(label: str, rank: int) -> str | None:
+    """The letter set of ``rank`` that ``label`` is a permutation of, else None."""
+    if len(label) != rank:
+        return None
+    return next((letters for letters in LABEL_LETTERS.get(rank, ())
+                 if sorted(label) == sorted(letters)), None)
 
 
 def _rank(ndim: int) -> int:
@@ -67,7 +92,8 @@ def label_order(label: str, ndim: int) -> tuple[int, ...]:
     Parameters
     ----------
     label : str
-        A permutation of the canonical letters of rank ``ndim``.
+        A permutation of the canonical letters of rank ``ndim`` (or, at rank 3, of the image
+        letters ``CHW``, sizes given as ``(C, H, W)``: see :data:`LABEL_LETTERS`).
     ndim : int
         Rank of the sizes the label applies to.
 
@@ -79,7 +105,8 @@ def label_order(label: str, ndim: int) -> tuple[int, ...]:
     Raises
     ------
     ValueError
-        If the label is not a permutation of the canonical letters of that rank.
+        If the label is not a permutation of one letter set of that rank (a rank-3 label
+        mixing ``DHW`` and ``CHW`` letters, such as ``"CHD"``, included).
 
     Examples
     --------
@@ -87,28 +114,32 @@ def label_order(label: str, ndim: int) -> tuple[int, ...]:
     (0, 2, 3, 1)
     >>> label_order("WH", 2)
     (1, 0)
+    >>> label_order("HWC", 3), label_order("HWD", 3)
+    ((1, 2, 0), (1, 2, 0))
     """
     if not isinstance(label, str):
         raise TypeError(f"label must be a str such as 'NHWC', got {type(label).__name__}")
     ndim = _rank(ndim)
-    letters = CANONICAL.get(ndim)
-    if letters is None:
+    if ndim not in LABEL_LETTERS:
         raise ValueError(
             f"layout {label!r}: named layouts exist for ranks 2 to 5, but sizes has rank {ndim}; "
-            f"use 'C', 'F' or a tuple of axes"
+            f"use 'C' (row-major), 'F' (column-major) or a tuple of axes"
         )
-    if len(label) != ndim or sorted(label) != sorted(letters):
-        if sorted(label.upper()) == sorted(letters) and len(label) == ndim:
+    letters = _letters_of(label, ndim)
+    if letters is None:
+        sets = LABEL_LETTERS[ndim]
+        if _letters_of(label.upper(), ndim) is not None:
             hint = f" (labels are upper case: {label.upper()!r})"
-        elif len(label) != ndim and len(label) in CANONICAL and sorted(label) == sorted(
-            CANONICAL[len(label)]
-        ):
+        elif len(label) != ndim and _letters_of(label, len(label)) is not None:
             hint = f": it is a rank-{len(label)} label"
+        elif (len(sets) > 1 and len(label) == ndim and len(set(label)) == ndim
+              and set(label) <= set().union(*sets)):
+            hint = f": it mixes the letters of {_letter_sets(ndim, ' and ')}"
         else:
             hint = ""
         raise ValueError(
             f"layout {label!r} is not a label for rank {ndim}{hint}; a rank-{ndim} label is a "
-            f"permutation of {letters!r} ({_ranks_help()})"
+            f"permutation of {_letter_sets(ndim, ' or of ')} ({_ranks_help()})"
         )
     return tuple(letters.index(letter) for letter in label)
 
@@ -119,8 +150,9 @@ def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
     Parameters
     ----------
     layout : None, str or sequence of int
-        ``None`` or ``"C"``: row-major; ``"F"``: column-major; a label such as ``"NHWC"``;
-        or the axes themselves, outermost first.
+        ``None`` or ``"C"``: C (row-major) order; ``"F"``: Fortran (column-major) order; a
+        label such as ``"NHWC"`` or, at rank 3, ``"HWC"``; or the axes themselves, outermost
+        first.
     ndim : int
         Rank of the sizes.
 
@@ -143,7 +175,8 @@ def physical_order(layout: LayoutSpec, ndim: int) -> tuple[int, ...]:
     if isinstance(layout, (bytes, bytearray, Mapping)) or not (
             sequence or getattr(layout, "ndim", None) == 1):
         raise TypeError(
-            "layout must be None, 'C', 'F', a label such as 'NHWC' or a tuple of axes, "
+            "layout must be None, 'C' (row-major), 'F' (column-major), a label such as 'NHWC' "
+            "or a tuple of axes, "
             f"got {type(layout).__name__} {layout!r}"
         )
     return _core.as_permutation(cast("Sequence[int]", layout), ndim, "layout")
@@ -157,13 +190,15 @@ def packed_strides(
     Parameters
     ----------
     sizes : sequence of int
-        Logical sizes in canonical order (``NCHW`` for rank 4, ...).
+        Logical sizes in canonical order (``NCHW`` for rank 4, ``DHW`` for rank 3, or
+        ``(C, H, W)`` with a ``CHW``-letter label such as ``"HWC"``, ...).
     layout : None, str or sequence of int, optional
-        ``None``/``"C"`` row-major, ``"F"`` column-major, a label such as ``"NHWC"``, or the
-        axes in physical order, outermost first.
+        ``None``/``"C"`` C (row-major) order, ``"F"`` Fortran (column-major) order, a label
+        such as ``"NHWC"`` or ``"HWC"``, or the axes in physical order, outermost first.
     broadcast : sequence of bool, optional
-        One flag per axis, in canonical order (DirectML's ``CalculateStrides``): a broadcast
-        axis gets stride 0 and counts as size 1 when the other strides are computed.
+        One flag per axis, in canonical order, the order of ``sizes`` (DirectML's
+        ``CalculateStrides``): a broadcast axis gets stride 0 and counts as size 1 when the
+        other strides are computed.
 
     Returns
     -------
@@ -187,6 +222,8 @@ def packed_strides(
     (12, 1, 6, 3)
     >>> packed_strides((2, 3), "F")
     (1, 2)
+    >>> packed_strides((3, 4, 5), "HWC")         # an image, sizes (C, H, W), channels-last
+    (1, 15, 3)
     >>> packed_strides((2, 3, 4, 5), "NHWC", broadcast=(False, True, False, False))
     (20, 0, 5, 1)
     """
@@ -220,7 +257,9 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
     """Every named layout whose packed strides equal ``strides`` (dims of size 1 ignored).
 
     A stride-0 dimension matches as a broadcast dimension. The preferred label (canonical
-    whenever the canonical order fits) comes first.
+    whenever the canonical order fits) comes first. Labels are spelled in the canonical
+    letters (:data:`CANONICAL`): at rank 3 ``DHW``, so an image's ``"HWC"`` is reported as
+    ``"HWD"``, the same order (``label.replace("D", "C")`` spells it in image letters).
 
     Examples
     --------
@@ -247,6 +286,9 @@ def matching_labels(sizes: Sequence[int], strides: Sequence[int]) -> tuple[str, 
 
 def preferred_label(sizes: Sequence[int], strides: Sequence[int]) -> str | None:
     """The named layout of ``strides``, canonical when several fit; None when none does.
+
+    Spelled in the canonical letters, as :func:`matching_labels` (rank 3: ``"HWD"`` for an
+    image's ``"HWC"``).
 
     Examples
     --------

@@ -4,8 +4,7 @@ Every computation is delegated to the compiled core (:mod:`strided._core`), whic
 checked 64-bit arithmetic; this module validates, caches and presents. A layout of 4-bit
 elements (``bits=4``) is element arithmetic like any other (the core's, with an element of one
 unit); only its byte counts differ, computed here from its element offsets: element ``e`` is in
-byte ``e // 2``, low nibble when ``e`` is even (the documentation's concepts page, "Sub-byte
-elements").
+byte ``e // 2``, low nibble when ``e`` is even (DESIGN.md section 1, "Sub-byte elements").
 """
 
 from __future__ import annotations
@@ -212,9 +211,11 @@ class Layout:
         Parameters
         ----------
         sizes : sequence of int
-            Logical sizes in canonical order (``NCHW`` for rank 4, ``NCDHW`` for rank 5, ...).
+            Logical sizes in canonical order (``NCHW`` for rank 4, ``NCDHW`` for rank 5,
+            ``DHW`` for rank 3, or ``(C, H, W)`` with an image label such as ``"HWC"``, ...).
         layout : None, str or sequence of int, optional
-            ``None``/``"C"``, ``"F"``, a label such as ``"NHWC"``, or axes outermost first.
+            ``None``/``"C"`` (C, row-major, order), ``"F"`` (Fortran, column-major, order), a
+            label such as ``"NHWC"``, ``"CHW"`` or ``"HWC"``, or axes outermost first.
         itemsize : int, optional
             Bytes per element.
         broadcast : sequence of bool, optional
@@ -229,6 +230,8 @@ class Layout:
         (60, 1, 15, 3)
         >>> Layout.packed((2, 3), "F").label
         'WH'
+        >>> Layout.packed((3, 4, 5), "HWC").strides               # image (C, H, W), channels-last
+        (1, 15, 3)
         >>> Layout.packed((1, 64, 2, 2), "NCHW", bits=4).nbytes     # 256 int4: 128 bytes
         128
         """
@@ -694,18 +697,25 @@ class Layout:
         """The named layout (ranks 2-5) whose packed strides these are, else None.
 
         Size-1 dimensions are ignored and stride-0 dimensions match as broadcast, so several
-        labels may fit: the canonical one is preferred (see :attr:`labels`).
+        labels may fit: the canonical one is preferred (see :attr:`labels`). The label is
+        spelled in the canonical letters of the rank (:data:`strided.formats.CANONICAL`): at
+        rank 3 in ``DHW`` letters, so an image packed as ``"HWC"`` (sizes ``(C, H, W)``) reads
+        ``"HWD"``, the same order; ``label.replace("D", "C")`` spells it in image letters.
 
         >>> Layout((2, 3, 4, 5), (60, 1, 15, 3)).label
         'NHWC'
         >>> Layout((1, 1, 3, 5), (15, 1, 5, 1)).label
         'NCHW'
+        >>> Layout.packed((3, 4, 5), "HWC").label
+        'HWD'
         """
         return preferred_label(self._sizes, self._strides)
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """Every named layout that fits, the preferred one first.
+        """Every named layout that fits, the preferred one first, in the canonical letters
+        (at rank 3 ``DHW``, as :attr:`label`: each also names the ``CHW``-letter label with
+        ``C`` for ``D``).
 
         >>> Layout((2, 1, 4, 5), (20, 20, 5, 1)).labels
         ('NCHW', 'NHCW', 'NHWC', 'CNHW')

@@ -16,10 +16,12 @@ from hypothesis import strategies as hst
 from strategies import inverse_permutation, ref_packed_strides
 
 import strided as st
-from strided.formats import CANONICAL, label_order, physical_order
+from strided.formats import CANONICAL, LABEL_LETTERS, label_order, physical_order
 
 ALL_LABELS = [(rank, "".join(p)) for rank, letters in CANONICAL.items()
               for p in itertools.permutations(letters)]
+# the image letters of rank 3 (sizes (C, H, W)): the same orders, reported in DHW letters
+IMAGE_LABELS = [(3, "".join(p)) for p in itertools.permutations("CHW")]
 
 
 def numpy_packed_strides(sizes, order, itemsize=8):
@@ -34,6 +36,32 @@ def numpy_packed_strides(sizes, order, itemsize=8):
 def test_canonical_letters():
     assert CANONICAL == {2: "HW", 3: "DHW", 4: "NCHW", 5: "NCDHW"}
     assert len(ALL_LABELS) == 2 + 6 + 24 + 120
+
+
+def test_label_letters():
+    # every letter set of each rank, the canonical one first; rank 3 also takes CHW
+    assert LABEL_LETTERS == {2: ("HW",), 3: ("DHW", "CHW"), 4: ("NCHW",), 5: ("NCDHW",)}
+    assert {rank: sets[0] for rank, sets in LABEL_LETTERS.items()} == CANONICAL
+
+
+@pytest.mark.parametrize(("rank", "label"), IMAGE_LABELS)
+def test_every_image_label_of_rank_3(rank, label):
+    order = label_order(label, rank)
+    assert tuple("CHW".index(ch) for ch in label) == order
+    assert physical_order(label, rank) == order
+    # the DHW label of the same order, D read as C
+    twin = label.replace("C", "D")
+    assert order == label_order(twin, rank)
+    for sizes in [(2, 3, 4), (1, 3, 1), (3, 0, 2)]:
+        assert st.packed_strides(sizes, label) == st.packed_strides(sizes, twin)
+        assert st.packed_strides(sizes, label) == ref_packed_strides(sizes, order)
+    for itemsize in (1, 8):
+        assert st.packed_strides((2, 3, 4), label) == numpy_packed_strides((2, 3, 4), order,
+                                                                          itemsize)
+    # reported in the canonical letters (Layout.label/labels keep their answers)
+    P = st.Layout.packed((2, 3, 4), label)
+    assert (P.label, P.labels) == (twin, (twin,))
+    assert P.is_contiguous == (label == "CHW")
 
 
 @pytest.mark.parametrize(("rank", "label"), ALL_LABELS)
@@ -133,15 +161,27 @@ def test_label_order_examples():
     assert label_order("NDHWC", 5) == (0, 2, 3, 4, 1)
     assert label_order("WH", 2) == (1, 0)
     assert label_order("HWD", 3) == (1, 2, 0)
+    assert label_order("HWC", 3) == (1, 2, 0)
+    assert label_order("CHW", 3) == (0, 1, 2)
+    assert label_order("WCH", 3) == (2, 0, 1)
+
+
+def test_image_label_examples():
+    # DESIGN.md "Image names": sizes (C, H, W); "CHW" planar, "HWC" channels-last
+    assert st.packed_strides((3, 4, 5), "HWC") == (1, 15, 3)
+    assert st.packed_strides((3, 4, 5), "CHW") == (20, 5, 1) == st.packed_strides((3, 4, 5))
+    assert st.Layout.packed((3, 4, 5), "HWC").strides == (1, 15, 3)
+    # "C" alone is C (row-major) order, never "channels", at every rank
+    assert st.packed_strides((3, 4, 5), "C") == (20, 5, 1)
 
 
 def test_broadcast_flags_with_labels_match_numpy_broadcasting():
     # a broadcast axis is stored as size 1: numpy's strides of the packed array of the
     # non-broadcast sizes, broadcast to the full sizes
-    sizes = (2, 3, 4, 5)
-    for label in ("NCHW", "NHWC", "CHWN"):
-        order = label_order(label, 4)
-        for flags in itertools.product((False, True), repeat=4):
+    for sizes, label in [((2, 3, 4, 5), "NCHW"), ((2, 3, 4, 5), "NHWC"), ((2, 3, 4, 5), "CHWN"),
+                         ((3, 4, 5), "HWC"), ((3, 4, 5), "WCH"), ((3, 4, 5), "HWD")]:
+        order = label_order(label, len(sizes))
+        for flags in itertools.product((False, True), repeat=len(sizes)):
             small = tuple(1 if f else n for n, f in zip(sizes, flags, strict=True))
             phys = np.empty([small[a] for a in order], dtype=np.uint8)
             arr = np.broadcast_to(phys.transpose(inverse_permutation(order)), sizes)
