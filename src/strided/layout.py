@@ -4,7 +4,8 @@ Every computation is delegated to the compiled core (:mod:`strided._core`), whic
 checked 64-bit arithmetic; this module validates, caches and presents. A layout of 4-bit
 elements (``bits=4``) is element arithmetic like any other (the core's, with an element of one
 unit); only its byte counts differ, computed here from its element offsets: element ``e`` is in
-byte ``e // 2``, low nibble when ``e`` is even (DESIGN.md section 1, "Sub-byte elements").
+byte ``e // 2``, low nibble when ``e`` is even (the documentation's concepts page, "Sub-byte
+elements").
 """
 
 from __future__ import annotations
