@@ -1,4 +1,5 @@
-"""Zero-copy views across numpy, bytes-like objects, torch and any DLPack / array-API library.
+"""Zero-copy views across numpy, bytes-like objects, ``__array_interface__`` objects (PIL
+images), torch and any DLPack / array-API library.
 
 Every supported array is read into one :class:`MemoryRecord` (pointer, layout, extent, device,
 writeable, owner) by the adapter of its library; :func:`view` checks a layout against that
@@ -48,16 +49,31 @@ def describe(x: Any) -> MemoryRecord:
     """Read any supported array into a :class:`MemoryRecord`.
 
     Supported: numpy arrays (and numpy scalars, read-only), ``bytes`` / ``bytearray`` /
-    ``memoryview`` and other buffer-protocol objects, torch tensors with strided layout on any
-    device, and any object with ``__dlpack__``.
+    ``memoryview`` and other buffer-protocol objects (``array.array``, ``mmap``, ctypes
+    arrays), torch tensors with strided layout on any device, any object with ``__dlpack__``,
+    and any object exposing numpy's ``__array_interface__`` (version 3: PIL images).
+    Buffer-protocol and ``__array_interface__`` objects are read through numpy without a
+    copy: their record is numpy's (``library == "numpy"``), over the object's own memory,
+    which it keeps alive; a new array made from one (:func:`strided.relayout`, ...) is a
+    numpy array.
+
+    An object is tried as, in this order: a numpy array, a torch tensor, a bytes-like object,
+    a numpy scalar, an object with ``__dlpack__``, an object with the buffer protocol, an
+    object with ``__array_interface__``. The interface is read once here (a property that
+    computes a new dict at every access is asked once), and every field is checked before any
+    memory is touched: a ``data`` buffer object must hold every element; an ``(address,
+    readonly)`` pair is trusted, as numpy trusts it.
 
     Raises
     ------
     TypeError
-        ``x`` is none of those.
+        ``x`` is none of those; a buffer numpy cannot read; an ``__array_interface__`` whose
+        ``typestr`` is not a bool / number in native byte order, or that sets ``mask``.
     ValueError
         It is, but has no layout strided can state: byte strides that are not a multiple of
-        the itemsize, a sparse or nested tensor, a sub-byte DLPack dtype, a malformed capsule.
+        the itemsize, a sparse or nested tensor, a sub-byte DLPack dtype, a malformed capsule,
+        a malformed ``__array_interface__`` (the message names the field and its value), an
+        exporter that refuses its buffer.
 
     Examples
     --------
@@ -80,14 +96,16 @@ def describe(x: Any) -> MemoryRecord:
         return _numpy.describe(scalar)
     if hasattr(type(x), "__dlpack__"):
         return _dlpack.describe(x)
-    try:
-        return _numpy.describe_buffer(x)
-    except TypeError:
-        pass
+    buffer = _numpy.exported_buffer(x)
+    if buffer is not None:
+        return _numpy.describe_buffer(x, buffer)
+    interface = _numpy.read_interface(x)      # read once: every field comes from this copy
+    if interface is not None:
+        return _numpy.describe_interface(x, interface)
     raise TypeError(
         f"{type(x).__module__}.{type(x).__qualname__} is not an array strided can read: "
-        f"expected a numpy array, a bytes-like object, a torch tensor or an object with "
-        f"__dlpack__"
+        f"expected a numpy array, a bytes-like or other buffer-protocol object, an object "
+        f"with __array_interface__ (a PIL image), a torch tensor or an object with __dlpack__"
     )
 
 
@@ -97,7 +115,8 @@ def layout_of(x: Any, *, bits: int | None = None) -> Layout:
     Parameters
     ----------
     x : array
-        A numpy array, bytes-like object, torch tensor (any device) or DLPack array.
+        A numpy array, bytes-like or other buffer-protocol object, object with
+        ``__array_interface__`` (a PIL image), torch tensor (any device) or DLPack array.
     bits : {None, 4}, optional
         4: ``x`` is a uint8 *container* of 4-bit elements (two a byte, low nibble first):
         the layout of its elements, its dimension of byte stride 1 holding two a byte, the
@@ -194,8 +213,9 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     Parameters
     ----------
     base : array
-        A numpy array or bytes-like object (the view is an ``np.ndarray``, read-only when base
-        is), a torch tensor (a ``torch.as_strided`` view on base's device, in the autograd
+        A numpy array, a bytes-like or other buffer-protocol object, or an object with
+        ``__array_interface__`` (the view is an ``np.ndarray``, read-only when base is), a
+        torch tensor (a ``torch.as_strided`` view on base's device, in the autograd
         graph), or an array of any library with ``__dlpack__`` and ``__array_namespace__``
         (the view comes from that library's ``from_dlpack``). A view whose elements alias
         each other (``layout.overlaps``: a stride 0, sliding windows) is read-only wherever

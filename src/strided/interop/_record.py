@@ -50,12 +50,13 @@ class MemoryRecord:
         ``(device_type, device_id)`` with DLPack's device codes (CPU is ``(1, 0)``).
     writeable : bool
         False when the memory must not be written (a read-only numpy array, ``bytes``, a DLPack
-        capsule flagged read-only).
+        capsule flagged read-only, an ``__array_interface__`` saying readonly or over a
+        read-only buffer: a PIL image).
     owner : object
         The object that keeps the memory alive; hold it as long as ``ptr`` is used.
     library : str
-        The adapter that read it: ``"numpy"`` (numpy arrays and buffer-protocol objects),
-        ``"torch"`` or ``"dlpack"``.
+        The adapter that read it: ``"numpy"`` (numpy arrays, buffer-protocol objects and
+        objects with ``__array_interface__``, read through numpy), ``"torch"`` or ``"dlpack"``.
     dtype : tuple of int or None
         DLPack ``(code, bits, lanes)`` of the elements when the library has an equivalent.
     lazy : str or None
