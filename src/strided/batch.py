@@ -404,6 +404,7 @@ def _divide(out_record: MemoryRecord, conversion: Conversion, num_threads: int |
     """The torchvision form's division, in place over the whole batch."""
     layout = out_record.layout
     divisor = Conversion("unsafe", conversion.divisor, None, 1)
+    divisor.names = ("std", "std")
     scale, _, par, length = _channel_params(divisor, layout.sizes, 1)
     base = out_record.adapter.pinned(out_record, "out")
     _convert.convert_memory(base, base, layout.sizes, layout.strides, layout.strides,
@@ -467,6 +468,10 @@ class Collate:
                     options.get("mean"), options.get("std"), options.get("max_value"),
                     options.get("rounding", "fused"))
         physical_order(layout, 4)
+        _image_axes(options.get("image_layout", "HWC"))
+        _copy.threads_argument(options.get("num_threads"))
+        if options.get("channels") is not None:
+            _channel_list(options["channels"])
         self.layout = layout
         self.key = key
         self.options = options
@@ -487,18 +492,21 @@ class Collate:
         if isinstance(first, Mapping):
             key = "image" if self.key is None else self.key
             batch = self._stack([s[key] for s in samples], torch, get_worker_info)
-            return {k: batch if k == key else default_collate([s[k] for s in samples])
-                    for k in first}
+            # the other fields exactly as default_collate makes them (its container types,
+            # its errors), the image field a placeholder it collates cheaply
+            rest = default_collate([_with_field(s, key) for s in samples])
+            rest[key] = batch
+            return rest
         if isinstance(first, (tuple, list)):
             key = 0 if self.key is None else self.key
             if not isinstance(key, int):
                 raise TypeError(f"key must be an int for samples that are tuples, got {key!r}")
             batch = self._stack([s[key] for s in samples], torch, get_worker_info)
-            fields = [batch if i == key % len(first) else
-                      default_collate([s[i] for s in samples]) for i in range(len(first))]
-            if hasattr(first, "_fields"):           # a namedtuple
-                return type(first)(*fields)
-            return tuple(fields) if isinstance(first, tuple) else fields
+            rest = default_collate([_with_field(s, key) for s in samples])
+            if hasattr(first, "_fields"):           # a namedtuple: default_collate's own type
+                return rest._replace(**{first._fields[key]: batch})
+            rest[key] = batch
+            return rest
         return self._stack(samples, torch, get_worker_info)
 
     def _stack(self, images: list[Any], torch: Any, get_worker_info: Any) -> Any:
@@ -512,3 +520,20 @@ class Collate:
             return torch.from_numpy(batch.view("uint16")).view(torch.bfloat16)
         return torch.from_numpy(batch)      # numpy (images of numpy, PIL, buffers): no copy
 
+
+def _with_field(sample: Any, key: Any) -> Any:
+    """A sample with its image replaced by 0, of the sample's own container type (for
+    default_collate to collate the other fields as it would)."""
+    if isinstance(sample, Mapping):
+        made: Any = type(sample)
+        try:
+            copy = made(sample)
+            copy[key] = 0
+            return copy
+        except TypeError:
+            return {k: 0 if k == key else v for k, v in sample.items()}
+    if hasattr(sample, "_fields"):
+        return sample._replace(**{sample._fields[key]: 0})
+    fields = list(sample)
+    fields[key] = 0
+    return tuple(fields) if isinstance(sample, tuple) else fields

@@ -238,7 +238,7 @@ class Conversion:
     into plain values (a casting name of strided's own, None, floats or tuples of floats, an
     int axis) when it is made, so that nothing read later runs the caller's code."""
 
-    __slots__ = ("affine", "axis", "casting", "divisor", "image", "scale", "shift")
+    __slots__ = ("affine", "axis", "casting", "divisor", "image", "names", "scale", "shift")
 
     def __init__(self, casting: Any = "same_kind", scale: Any = None, shift: Any = None,
                  axis: Any = None, image: ImageForm | None = None) -> None:
@@ -253,6 +253,7 @@ class Conversion:
                              "max_value, rounding), not both: the image form is turned into "
                              "a scale and a shift")
         self.image = image         # mean/std/max_value, turned into scale/shift by resolved()
+        self.names = ("scale", "shift")    # what the caller called them, for error messages
         self.divisor: Any = None   # the torchvision form's second pass: t / divisor
         self.affine = scale is not None or shift is not None or image is not None
 
@@ -264,6 +265,12 @@ class Conversion:
         done = Conversion(self.casting, axis=self.axis)
         done.scale, done.shift, done.divisor = self.image.affine(src_type, dst_type)
         done.affine = True
+        # which argument a vector's length came from, for the error of a wrong length
+        from_std = isinstance(self.image.std, tuple)
+        from_mean = isinstance(self.image.mean, tuple)
+        done.names = (("std" if from_std else "mean", "mean")
+                      if self.image.rounding == "fused" else
+                      ("max_value", "mean" if from_mean else "std"))
         return done
 
 
@@ -389,6 +396,7 @@ def _divide(dst: tuple[Any, MemoryRecord], runs: list[_Piece], conversion: Conve
         raise ValueError("rounding='torchvision' converts in host memory: move the tensors "
                          "to the CPU first")
     divisor = Conversion("unsafe", conversion.divisor, None, axis)
+    divisor.names = ("std", "std")
     scale, _, strides, length = _channel_params(divisor, sizes, axis)
     _, dst_record = dst
     base = dst_record.adapter.pinned(dst_record, "dst")
@@ -456,7 +464,7 @@ def _channel_params(conversion: Conversion, sizes: tuple[int, ...], axis: int | 
             raise ValueError(f"scale/shift are vectors (per channel) but axis is None: give "
                              f"the channel axis (the arrays have {len(sizes)} dimensions)")
         axis = 0
-    for value, name in ((scale, "scale"), (shift, "shift")):
+    for value, name in zip((scale, shift), conversion.names):
         if type(value) is tuple and len(value) != sizes[axis]:
             raise ValueError(f"{name} has {len(value)} values but axis {axis} has "
                              f"{sizes[axis]} elements: give one value per channel")

@@ -227,9 +227,6 @@ def test_namedtuples():
     assert st.Collate(key=2)([("a", 0, im) for im in ims])[2].dtype == torch.uint8
 
 
-@pytest.mark.xfail(reason="Collate returns a tuple for tuple samples where default_collate "
-                          "returns a list, and a list of the strings of tuple samples where it "
-                          "returns a tuple")
 def test_sequence_types_of_default_collate():
     ims = images(seed=15)
     samples = [(im, k, f"{k}.png") for k, im in enumerate(ims)]
