@@ -36,10 +36,10 @@ __version__ = "0.2.0.dev0"
 
 __all__ = [
     "MAX_RANK",
+    "Collate",
     "Layout",
     "LayoutIndexError",
     "TooHardError",
-    "Collate",
     "buffer_size",
     "copyto",
     "from_blocked",
