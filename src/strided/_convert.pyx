@@ -487,6 +487,25 @@ cdef void free_params(Params* params) noexcept:
     params.values = NULL
 
 
+cdef int _load_problem(object sizes, object dst_strides, object src_strides,
+                       object param_strides, object param_length, int64_t* sz, int64_t* dst,
+                       int64_t* src, int64_t* par, int64_t* length) except -1:
+    """The raw entries' problem, read into the engine's arrays: sizes and both strides, the
+    parameter strides (all 0 when None) and length (>= 1); returns the rank."""
+    cdef int nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
+    cdef int i
+    load_strides(src_strides, "src_strides", src, nd)
+    if param_strides is None:
+        for i in range(nd):
+            par[i] = 0
+    else:
+        load_strides(param_strides, "param_strides", par, nd)
+    length[0] = as_int64(param_length, "param_length")
+    if length[0] < 1:
+        raise ValueError(f"param_length must be >= 1, got {length[0]}")
+    return nd
+
+
 def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, dst_type,
                    src_type, scale=None, shift=None, param_strides=None, param_length=1,
                    num_threads=None, dst_first=0, src_first=0, divide=False):
@@ -540,7 +559,7 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     cdef int64_t src[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
     cdef int64_t count, length, dst_base, src_base
-    cdef int nd, i, nthreads, dst_bits, src_bits
+    cdef int nd, nthreads, dst_bits, src_bits
     cdef char* dptr
     cdef const char* sptr
     cdef bint affine
@@ -549,16 +568,8 @@ def convert_memory(dst_address, src_address, sizes, dst_strides, src_strides, ds
     scale = load_parameter(scale, "scale")
     shift = load_parameter(shift, "shift")
     affine = scale is not None or shift is not None
-    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
-    load_strides(src_strides, "src_strides", src, nd)
-    if param_strides is None:
-        for i in range(nd):
-            par[i] = 0
-    else:
-        load_strides(param_strides, "param_strides", par, nd)
-    length = as_int64(param_length, "param_length")
-    if length < 1:
-        raise ValueError(f"param_length must be >= 1, got {length}")
+    nd = _load_problem(sizes, dst_strides, src_strides, param_strides, param_length, sz, dst,
+                       src, par, &length)
     dst_bits, dst_carrier = _carrier(dst_type)
     src_bits, src_carrier = _carrier(src_type)
     check_pair(dst_carrier, src_carrier, affine)
@@ -644,23 +655,13 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
-    cdef int64_t dlo, dhi, slo, shi, plo, phi
+    cdef int64_t dlo, dhi, slo, shi
     cdef int i, most
     cdef Plan P
     cdef Tuning T = tuning_now()   # the knobs for this call (its routes run without the GIL)
-    cdef char* tiles = NULL
-    cdef int64_t length = params.length
     for i in range(nd):
         sz[i], dst[i], src[i] = sizes[i], dst_strides[i], src_strides[i]
-    P.stype = src_code
-    P.dtype = dst_code
-    P.mode = params.mode
-    P.dsz = st_type_size[P.dtype]
-    P.ssz = st_type_size[P.stype]
-    P.ct = params.ct
-    if c_span(nd, sz, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
-        raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
-                         f"{length} given")
+    _take_params(&P, dst_code, src_code, params, nd, sz, par, count)
     if count == 0:
         return 0
     # The identity row of the engine's table: a plain cast to the same type is a copy (the
@@ -670,9 +671,6 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     if P.stype == P.dtype and P.mode == ST_CVT_PLAIN and copy_elements(
             dptr, sptr, nd, sz, dst, src, P.dsz, count, nthreads) == 0:
         return 0
-    P.scale = params.values
-    P.shift = params.values + length * P.ct
-    P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
     byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
     byte_span_leaves_int64(nd, sz, src, P.ssz, &slo, &shi)
     if _in_place(&P, dptr, sptr, nd, dst, src):
@@ -689,17 +687,45 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     most = _most_threads(&P, nthreads)
     if _stages(&P, count, most, &T):
         return _convert_staged(&P, dptr, sptr, nd, sz, dst, src, par, count, nthreads, &T)
-    # every thread's staging tile, had before any byte is written
-    tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
+    return _run_planned(&P, &dptr, &sptr, 1, nthreads, most, &T)
+
+
+cdef int _take_params(Plan* P, int dst_code, int src_code, const Params* params, int nd,
+                      const int64_t* sizes, const int64_t* par, int64_t count) except -1:
+    """A conversion's pair, mode, item sizes, row kernel and parameters into P; ValueError,
+    before anything is written, when the parameter strides reach outside the parameters."""
+    cdef int64_t plo, phi
+    cdef int64_t length = params.length
+    if c_span(nd, sizes, par, 0, &plo, &phi) or (count and (plo < 0 or phi >= length)):
+        raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
+                         f"{length} given")
+    P.stype = src_code
+    P.dtype = dst_code
+    P.mode = params.mode
+    P.dsz = st_type_size[P.dtype]
+    P.ssz = st_type_size[P.stype]
+    P.ct = params.ct
+    P.scale = params.values
+    P.shift = params.values + length * P.ct
+    P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
+    return 0
+
+
+cdef int _run_planned(Plan* P, char** dsts, const char** srcs, int64_t copies, int nthreads,
+                      int most, const Tuning* T) except -1:
+    """Run a planned conversion on ``copies`` address pairs (execute_many): every thread's
+    staging tile and the parameter period had before any byte is written, then the team (or
+    the calling thread, with the GIL, for small work)."""
+    cdef char* tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
     if tiles == NULL:
         raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
     try:
-        _unroll_period(&P, &T)
+        _unroll_period(P, T)
         if P.keeps_gil:
-            execute(&P, dptr, sptr, 1, 1, tiles)
+            execute_many(P, dsts, srcs, copies, 1, 1, tiles)
         else:
             with nogil:
-                execute(&P, dptr, sptr, nthreads, most, tiles)
+                execute_many(P, dsts, srcs, copies, nthreads, most, tiles)
     finally:
         PyMem_RawFree(P.period_scale)
         PyMem_RawFree(tiles)
@@ -742,23 +768,15 @@ param_length, num_threads, divide :
     cdef int64_t src[MAX_NDIM]
     cdef int64_t par[MAX_NDIM]
     cdef int64_t count, length, copies, k, dlo, dhi, slo, shi
-    cdef int nd, i, nthreads, dsz, ssz
+    cdef int nd, nthreads, dsz, ssz
     cdef char** dsts = NULL
     cdef const char** srcs = NULL
     cdef Params params
     scale = load_parameter(scale, "scale")
     shift = load_parameter(shift, "shift")
     affine = scale is not None or shift is not None
-    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
-    load_strides(src_strides, "src_strides", src, nd)
-    if param_strides is None:
-        for i in range(nd):
-            par[i] = 0
-    else:
-        load_strides(param_strides, "param_strides", par, nd)
-    length = as_int64(param_length, "param_length")
-    if length < 1:
-        raise ValueError(f"param_length must be >= 1, got {length}")
+    nd = _load_problem(sizes, dst_strides, src_strides, param_strides, param_length, sz, dst,
+                       src, par, &length)
     for name in (dst_type, src_type):
         if _carrier(name)[0] == 4:
             raise TypeError(f"convert_many converts byte-sized types, not {name}")
@@ -839,46 +857,17 @@ cdef int _convert_many(char** dsts, const char** srcs, int64_t copies, int nd,
                        int nthreads) except -1:
     """convert_elements for ``copies`` pairs that share no memory, as one job: one plan
     sized for the work of them all (team, streaming), run by execute_many."""
-    cdef int64_t plo, phi
-    cdef int most
     cdef Plan P
     cdef Tuning T = tuning_now()
-    cdef char* tiles = NULL
-    cdef int64_t length = params.length
-    if c_span(nd, sizes, par, 0, &plo, &phi) or plo < 0 or phi >= length:
-        raise ValueError(f"param_strides {tuple_of(nd, par)!r} reach parameters outside the "
-                         f"{length} given")
-    P.stype = src_code
-    P.dtype = dst_code
-    P.mode = params.mode
-    P.dsz = st_type_size[P.dtype]
-    P.ssz = st_type_size[P.stype]
-    P.ct = params.ct
+    _take_params(&P, dst_code, src_code, params, nd, sizes, par, count)
     if P.stype == P.dtype and P.mode == ST_CVT_PLAIN:     # the identity row: a copy
         return copy_elements_many(dsts, srcs, copies, nd, sizes, dst_strides, src_strides,
                                   P.dsz, nthreads)
-    P.scale = params.values
-    P.shift = params.values + length * P.ct
-    P.fused = st_cvt_fused(P.stype, P.dtype, P.mode, simd_level())
     P.nbytes = copies * count * (P.dsz + P.ssz)
     _plan(&P, nd, sizes, dst_strides, src_strides, par, &T)
     if P.keeps_gil:
         nthreads = 1
-    most = _most_threads(&P, nthreads)
-    tiles = <char*>PyMem_RawMalloc(<size_t>max(<int64_t>1, most * P.scratch_bytes))
-    if tiles == NULL:
-        raise MemoryError(f"no memory for {most} staging tiles; nothing was written")
-    try:
-        _unroll_period(&P, &T)
-        if P.keeps_gil:
-            execute_many(&P, dsts, srcs, copies, 1, 1, tiles)
-        else:
-            with nogil:
-                execute_many(&P, dsts, srcs, copies, nthreads, most, tiles)
-    finally:
-        PyMem_RawFree(P.period_scale)
-        PyMem_RawFree(tiles)
-    return 0
+    return _run_planned(&P, dsts, srcs, copies, nthreads, _most_threads(&P, nthreads), &T)
 
 
 # ---- a source that shares memory with the destination ----------------------------------------

@@ -34,6 +34,7 @@ from strided.copy import (
     _channel_params,
     _check_host,
     _check_no_self_overlap,
+    _check_out_dtype,
     _check_writeable,
     _conversion,
     _conversion_types,
@@ -297,12 +298,8 @@ def _batch_record(out: Any, n: int, logical: list[Layout], pieces: list[_Channel
                              f"has sizes {expected} (N, C, H, W)")
     elif record.layout.sizes[0] != 0:
         raise ValueError(f"out has shape {record.layout.sizes} but images is empty: N is 0")
-    if dtype is not None and records:
-        name, _ = records[0].adapter.resolve_dtype(dtype)
-        if name != type_name(record):
-            raise ValueError(f"dtype is {name} but out has dtype "
-                             f"{record.adapter.dtype_name(out, record)}: give one (out's "
-                             f"dtype is the batch's)")
+    if records:
+        _check_out_dtype(out, record, records[0], dtype)
     _check_no_self_overlap(record.layout, "out")
     return record
 
@@ -366,8 +363,7 @@ def _fill(out_record: MemoryRecord, records: list[MemoryRecord], logical: list[L
     bases = [r.adapter.pinned(r, f"images[{k}]") for k, r in enumerate(records)]
     for first, dst, params, groups in jobs:
         for strides, members in groups.items():
-            dsts = [out_base + (k * batch.strides[0] + first * batch.strides[1]) * dsz
-                    for k, _ in members]
+            dsts = [out_base + batch.offset_of((k, first, 0, 0)) * dsz for k, _ in members]
             srcs = [bases[k] + offset * ssz for k, offset in members]
             if one_by_one:
                 for d, s in zip(dsts, srcs):

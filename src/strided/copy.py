@@ -299,12 +299,15 @@ _PLAIN = Conversion()
 
 
 def _copyto_checked(dst: Any, src: Any, num_threads: int | None,
-                    conversion: Conversion = _PLAIN) -> None:
+                    conversion: Conversion = _PLAIN,
+                    src_record: MemoryRecord | None = None) -> None:
     """copyto through the interop layer: every check, then the core, or the library's own copy
     for a pair the CPU cannot reach (two torch tensors on an accelerator). The same rules hold
-    on every path. ``num_threads`` and ``conversion`` are plain values already."""
+    on every path. ``num_threads`` and ``conversion`` are plain values already; ``src_record``:
+    src as the caller described it already (relayout), so that src is read once."""
     dst_record = _describe(dst, "dst")
-    src_record = _describe(src, "src")
+    if src_record is None:
+        src_record = _describe(src, "src")
     library_copy = library.device_copier(dst_record, src_record)
     if library_copy is None:
         _check_host(dst_record, dst, "dst")
@@ -720,10 +723,8 @@ def relayout(x: Any, layout: _LayoutArg, *, dtype: Any = None,
                     dtype=new_dtype)
     if graph_copy is not None:
         graph_copy(out, x)      # the library's own copy keeps the result in the autograd graph
-    elif converting:
-        _copyto_checked(out, x, num_threads, conversion)
     else:
-        copyto(out, x, num_threads=num_threads)
+        _fill_from(out, x, record, num_threads, conversion if converting else None)
     return record.adapter.hand_over(x, record, out, target)
 
 
@@ -735,13 +736,7 @@ def _relayout_into(out: Any, x: Any, record: MemoryRecord, layout: Any, dtype: A
     if out_record.layout.sizes != record.layout.sizes:
         raise ValueError(f"out has shape {out_record.layout.sizes} but x has shape "
                          f"{record.layout.sizes}: relayout keeps the sizes")
-    if dtype is not None:
-        name, _ = record.adapter.resolve_dtype(dtype)
-        out_name = type_name(out_record)
-        if out_name is not None and name != out_name:
-            raise ValueError(f"dtype is {name} but out has dtype "
-                             f"{out_record.adapter.dtype_name(out, out_record)}: give one "
-                             f"(out's dtype is the result's)")
+    _check_out_dtype(out, out_record, record, dtype)
     target, _ = _relayout_target(layout, record, out_record.layout.itemsize)
     if not _same_layout(out_record.layout, target):
         raise ValueError(f"out has element strides {out_record.layout.strides} but layout "
@@ -749,11 +744,31 @@ def _relayout_into(out: Any, x: Any, record: MemoryRecord, layout: Any, dtype: A
                          f"{target.strides}: pass an out of that layout")
     converting = dtype is not None or conversion.affine or not library.same_dtype(
         out_record, record)
-    if converting:
-        _copyto_checked(out, x, num_threads, conversion)
-    else:
-        copyto(out, x, num_threads=num_threads)
+    _fill_from(out, x, record, num_threads, conversion if converting else None)
     return out
+
+
+def _fill_from(out: Any, x: Any, record: MemoryRecord, num_threads: int | None,
+               conversion: Conversion | None) -> None:
+    """relayout's copy of x (``record``, described once) into its result: converting, or a
+    plain copy by copyto's compiled fast path where it applies."""
+    if conversion is not None:
+        _copyto_checked(out, x, num_threads, conversion, src_record=record)
+    elif not _fast_copy(out, x, num_threads):
+        _copyto_checked(out, x, num_threads, src_record=record)
+
+
+def _check_out_dtype(out: Any, out_record: MemoryRecord, record: MemoryRecord,
+                    dtype: Any) -> None:
+    """An ``out=`` whose dtype is not the ``dtype`` also asked for (of x's library, as
+    ``record`` reads it) is a ValueError: out's dtype is the result's."""
+    if dtype is None:
+        return
+    name, _ = record.adapter.resolve_dtype(dtype)
+    if name != type_name(out_record):
+        raise ValueError(f"dtype is {name} but out has dtype "
+                         f"{out_record.adapter.dtype_name(out, out_record)}: give one "
+                         f"(out's dtype is the result's)")
 
 
 def _same_layout(a: Layout, b: Layout) -> bool:
@@ -973,10 +988,8 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
                         f"{spec.block}) for x of shape {(n, c, h, w)}", dtype=new_dtype)
         out_record = describe(out)
     else:
-        out_record = _blocked_out(out, physical, record, dtype, library_copy)
-        record, x = _unshared(out_record, record, x)
-        conversion = conversion if conversion is not None or library.same_dtype(
-            out_record, record) else params
+        out_record, record, x, conversion = _given_out(out, physical, (x, record), dtype,
+                                                       library_copy, conversion, params)
     conversion = _resolved(conversion, (out, out_record), (x, record))
     pieces = _blocked_pieces(record.layout, out_record.layout, spec)
     _copy_pieces((out, out_record), (x, record),
@@ -1104,10 +1117,8 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
                         zero=False, blame=f"channels={channels!r}", dtype=new_dtype)
         out_record = describe(out)
     else:
-        out_record = _blocked_out(out, sizes, record, dtype, library_copy)
-        record, y = _unshared(out_record, record, y)
-        conversion = conversion if conversion is not None or library.same_dtype(
-            out_record, record) else params
+        out_record, record, y, conversion = _given_out(out, sizes, (y, record), dtype,
+                                                       library_copy, conversion, params)
     conversion = _resolved(conversion, (out, out_record), (y, record))
     pieces = _blocked_pieces(out_record.layout, record.layout, spec)
     _copy_pieces((out, out_record), (y, record), pieces, num_threads, library_copy, conversion,
@@ -1127,6 +1138,19 @@ def _resolved(conversion: Conversion | None, dst: tuple[Any, MemoryRecord],
     return conversion.resolved(types[1], types[0])
 
 
+def _given_out(out: Any, sizes: tuple[int, ...], src: tuple[Any, MemoryRecord], dtype: Any,
+               library_copy: LibraryCopy | None, conversion: Conversion | None,
+               params: Conversion) -> tuple[MemoryRecord, MemoryRecord, Any, Conversion | None]:
+    """A blocked call's ``out=``: (its record, the source's record and array, unshared from
+    out, the conversion: ``params`` when out's dtype differs from the source's)."""
+    x, record = src
+    out_record = _blocked_out(out, sizes, record, dtype, library_copy)
+    record, x = _unshared(out_record, record, x)
+    if conversion is None and not library.same_dtype(out_record, record):
+        conversion = params
+    return out_record, record, x, conversion
+
+
 def _blocked_out(out: Any, sizes: tuple[int, ...], record: MemoryRecord, dtype: Any,
                  library_copy: LibraryCopy | None) -> MemoryRecord:
     """The record of a blocked call's ``out``, checked as copyto checks a destination: the
@@ -1139,12 +1163,7 @@ def _blocked_out(out: Any, sizes: tuple[int, ...], record: MemoryRecord, dtype: 
     if out_record.layout.sizes != tuple(sizes):
         raise ValueError(f"out has shape {out_record.layout.sizes} but the result has shape "
                          f"{tuple(sizes)}")
-    if dtype is not None:
-        name, _ = record.adapter.resolve_dtype(dtype)
-        if name != type_name(out_record):
-            raise ValueError(f"dtype is {name} but out has dtype "
-                             f"{out_record.adapter.dtype_name(out, out_record)}: give one "
-                             f"(out's dtype is the result's)")
+    _check_out_dtype(out, out_record, record, dtype)
     _check_no_self_overlap(out_record.layout, "out")
     return out_record
 

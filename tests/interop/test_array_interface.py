@@ -341,8 +341,6 @@ def test_interface_is_read_once_per_call():
     # to_blocked / from_blocked: test_pil_image_to_blocked_through_an_nchw_view
 
 
-@pytest.mark.xfail(strict=True, reason="relayout describes x, then copies with copyto(out, x), "
-                   "which describes x again (strided/copy.py): a second read of the interface")
 @pytest.mark.parametrize("dtype", [None, np.float32])
 def test_relayout_reads_the_interface_once(dtype):
     base = np.arange(6, dtype=np.uint8)
