@@ -66,7 +66,16 @@ from typing import Any
 import numpy as np
 
 from . import plot
-from .bench_convert import MEAN, NOISY_SHARE, STD, Contender, _fill_sentinel, _threads
+from .bench_convert import (
+    MEAN,
+    NOISY_SHARE,
+    STD,
+    Contender,
+    _fill_sentinel,
+    _fmt_ms,
+    _fmt_ratio,
+    _threads,
+)
 from .bench_copy import _cpu_seconds, _others_share, _parallel_memmove
 from .report import (
     OneLineParser,
@@ -529,17 +538,6 @@ def run(specs: Sequence[Spec], *, libs: Libraries, threads: Sequence[int] = THRE
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
-
-
-def _fmt_ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    ms = seconds * 1e3
-    return f"{ms:.3f}" if ms < 10 else f"{ms:.1f}" if ms < 1000 else f"{ms:.0f}"
-
-
-def _fmt_ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
 
 
 def _target_cell(r: Result) -> str:
