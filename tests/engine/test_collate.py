@@ -498,6 +498,10 @@ def _python_blocks(text):
             re.findall(r"^\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)", text, re.M)]
 
 
+needs_recipe = pytest.mark.skipif(not RECIPE.is_file(), reason="needs the source tree (docs/)")
+
+
+@needs_recipe
 def test_recipe_examples():
     """The recipe page's ``>>>`` examples, with doctest's flags of the other pages."""
     pytest.importorskip("PIL")
@@ -511,6 +515,7 @@ def test_recipe_examples():
     assert runner.summarize(verbose=False).failed == 0
 
 
+@needs_recipe
 def test_recipe_script_runs_with_workers(tmp_path):
     """The recipe's whole pipeline, as a script (its workers forked or spawned as the platform
     does), in a fresh interpreter under a timeout."""
