@@ -25,7 +25,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from strided import _convert, _copy, _core
 from strided.copy import (
@@ -42,7 +42,7 @@ from strided.copy import (
     relayout,
 )
 from strided.formats import physical_order
-from strided.interop._record import MemoryRecord, check_view, type_name
+from strided.interop._record import MemoryRecord, check_view, moved, type_name
 from strided.layout import Layout
 
 __all__ = ["Collate", "stack"]
@@ -149,12 +149,13 @@ def stack(images: Sequence[Any], layout: str | Sequence[int] = "NCHW", *,
     sequence = _image_sequence(images)
     if dtype is None and conversion.image is not None:
         dtype = "float32"          # the image form's result, as torchvision's
-    records = [_image_record(x, k, rank) for k, x in enumerate(sequence)]
+    records, addresses = _image_records(sequence, rank)
     if not records and out is None:
         raise ValueError("images is empty: stack needs at least one image to know the batch's "
                          "shape and library (or an out to fill)")
     logical = [_planar(record.layout, axes) for record in records]
-    _check_alike(sequence, records, logical)
+    if addresses is None:
+        _check_alike(sequence, records, logical)
     pieces = _channel_pieces(logical[0].sizes[0] if logical else None, picks)
     if out is None:
         n = len(sequence)
@@ -170,8 +171,13 @@ def stack(images: Sequence[Any], layout: str | Sequence[int] = "NCHW", *,
     types = _types(out, out_record, sequence[0], records[0], conversion, dtype)
     if types is not None and conversion.image is not None:
         conversion = conversion.resolved(types[1], types[0])
-    sequence, records, logical = _unshared(out_record, sequence, records, logical, axes)
-    _fill(out_record, records, logical, pieces, types, conversion, num_threads)
+    if addresses is not None and _meets(out_record, records[0], addresses):
+        records, addresses = [_image_record(x, k, rank) for k, x in enumerate(sequence)], None
+        logical = [_planar(record.layout, axes) for record in records]
+    if addresses is None:
+        sequence, records, logical = _unshared(out_record, sequence, records, logical, axes)
+    _fill(out_record, _Images(sequence, records, logical, addresses), pieces, types,
+          conversion, num_threads)
     if conversion.divisor is not None:
         _divide(out_record, conversion, num_threads)
     if given:
@@ -209,6 +215,32 @@ def _image_sequence(images: Any) -> tuple[Any, ...]:
                         f"{type(images).__name__}; to stack the first dimension of one array, "
                         f"pass list(array)")
     return tuple(images)
+
+
+class _Images(NamedTuple):
+    """The batch's images as :func:`_fill` reads them: ``records`` and ``logical`` (each
+    image's (C, H, W) layout) per image, or, when every image is a plain array of the first
+    one's dtype, sizes and strides, of the first image only, with ``addresses`` giving every
+    image's first element (read without running the caller's code; None otherwise)."""
+
+    arrays: tuple[Any, ...]
+    records: list[MemoryRecord]
+    logical: list[Layout]
+    addresses: list[int] | None
+
+
+def _image_records(images: tuple[Any, ...], rank: int
+                   ) -> tuple[list[MemoryRecord], list[int] | None]:
+    """Every image's record; or, when the images are plain arrays alike (one library's,
+    one dtype, sizes and strides: a decoder's output), the first one's record and every
+    image's address (the common batch costs one description, not N)."""
+    if not images:
+        return [], None
+    first = _image_record(images[0], 0, rank)
+    addresses = first.adapter.alike_addresses(images, first) if len(images) > 1 else None
+    if addresses is not None:
+        return [first], addresses
+    return [first, *(_image_record(x, k, rank) for k, x in enumerate(images) if k)], None
 
 
 def _image_record(x: Any, k: int, rank: int) -> MemoryRecord:
@@ -330,40 +362,68 @@ def _unshared(out_record: MemoryRecord, images: tuple[Any, ...], records: list[M
     return tuple(arrays), records, logical
 
 
+def _meets(out_record: MemoryRecord, record: MemoryRecord, addresses: list[int]) -> bool:
+    """Whether the memory of an image alike ``record``, at one of ``addresses``, meets
+    out's (then every image is described and staged as :func:`_unshared` does)."""
+    low, high = _byte_range(out_record)
+    lo, hi = _byte_range(record)
+    return any(lo - record.ptr + a < high and low < hi - record.ptr + a for a in addresses)
+
+
 def _byte_range(record: MemoryRecord) -> tuple[int, int]:
     layout = record.layout
     lo, hi = layout.span
     return record.ptr + lo * layout.itemsize, record.ptr + (hi + 1) * layout.itemsize
 
 
-def _fill(out_record: MemoryRecord, records: list[MemoryRecord], logical: list[Layout],
-          pieces: list[_ChannelPiece], types: tuple[str, str], conversion: Conversion,
-          num_threads: int | None) -> None:
+def _pinned_images(images: _Images) -> list[int]:
+    """Every image's address for the engine (:meth:`Adapter.pinned`); images located alike
+    are located again, and refused if one moved since it was read."""
+    records = images.records
+    if images.addresses is None:
+        return [r.adapter.pinned(r, f"images[{k}]") for k, r in enumerate(records)]
+    first = records[0]
+    first.adapter.pinned(first, "images[0]")
+    now = first.adapter.alike_addresses(images.arrays, first)
+    if now != images.addresses:
+        raise moved(f"images[{_first_moved(images, first)}]")
+    return now
+
+
+def _first_moved(images: _Images, first: MemoryRecord) -> int:
+    """The first image that is no longer where, or what, it was when it was located."""
+    before = images.addresses or []
+    for k, x in enumerate(images.arrays):
+        now = first.adapter.alike_addresses((images.arrays[0], x), first)
+        if now is None or now[1] != before[k]:
+            return k
+    return 0
+
+
+def _fill(out_record: MemoryRecord, images: _Images, pieces: list[_ChannelPiece],
+          types: tuple[str, str], conversion: Conversion, num_threads: int | None) -> None:
     """Every image into its place: per channel piece, one engine job per group of images of
     one layout (the threads claim blocks across the group), or an image at a time when out's
     images interleave in memory (a batch dimension that is not outermost)."""
     dst_type, src_type = types
     batch = out_record.layout
     scale, shift, par, _ = _channel_params(conversion, batch.sizes, 1)
-    dsz, ssz = batch.itemsize, records[0].layout.itemsize
+    dsz, ssz = batch.itemsize, images.records[0].layout.itemsize
     one_by_one = _interleaved(batch)
     jobs = []
     for first, count, (pick, step) in pieces:
         dst = batch[0, first:first + count]
         params = (_slice(scale, first, count), _slice(shift, first, count),
                   None if par is None else par[1:], count if par is not None else 1)
-        groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
-        for k, image in enumerate(logical):
-            src = _picked(image, pick, step, count)
-            check_view(src, records[k])     # (inside by construction: a cheap proof)
-            groups.setdefault(src.strides, []).append((k, src.offset))
-        jobs.append((first, dst, params, groups))
+        jobs.append((batch.offset_of((0, first, 0, 0)) * dsz, dst, params,
+                     _groups(images, pick, step, count)))
     # the addresses, pinned once every check is done: only the engine runs from here
     out_base = out_record.adapter.pinned(out_record, "out")
-    bases = [r.adapter.pinned(r, f"images[{k}]") for k, r in enumerate(records)]
-    for first, dst, params, groups in jobs:
+    bases = _pinned_images(images)
+    image_bytes = batch.strides[0] * dsz
+    for start, dst, params, groups in jobs:
         for strides, members in groups.items():
-            dsts = [out_base + batch.offset_of((k, first, 0, 0)) * dsz for k, _ in members]
+            dsts = [out_base + start + k * image_bytes for k, _ in members]
             srcs = [bases[k] + offset * ssz for k, offset in members]
             if one_by_one:
                 for d, s in zip(dsts, srcs):
@@ -373,6 +433,23 @@ def _fill(out_record: MemoryRecord, records: list[MemoryRecord], logical: list[L
                 _convert.convert_many(dsts, srcs, dst.sizes, dst.strides, strides, dst_type,
                                       src_type, *params, num_threads=num_threads)
     out_record.adapter.written(out_record)
+
+
+def _groups(images: _Images, pick: int, step: int, count: int
+            ) -> dict[tuple[int, ...], list[tuple[int, int]]]:
+    """The images grouped by the strides of their channels ``pick, pick + step, ...``: per
+    group, each member's (index, element offset of its first channel)."""
+    n = len(images.arrays)
+    if images.addresses is not None:       # images alike: one layout, one proof
+        src = _picked(images.logical[0], pick, step, count)
+        check_view(src, images.records[0])
+        return {src.strides: [(k, src.offset) for k in range(n)]}
+    groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for k, image in enumerate(images.logical):
+        src = _picked(image, pick, step, count)
+        check_view(src, images.records[k])     # (inside by construction: a cheap proof)
+        groups.setdefault(src.strides, []).append((k, src.offset))
+    return groups
 
 
 def _interleaved(batch: Layout) -> bool:

@@ -185,6 +185,56 @@ def test_out_sharing_memory_with_an_image():
     assert np.array_equal(buf, want)
 
 
+def test_alike_images_in_out_memory_are_staged():
+    """Images alike (one description, located by address) that lie in out's memory are
+    described one by one and staged, as any other image in out."""
+    buf = np.arange(3 * 3 * 4 * 5, dtype=np.float32).reshape(3, 3, 4, 5)
+    images = [buf[k].transpose(1, 2, 0) for k in range(3)]
+    want = fused([chw(x) for x in images], max_value=1.0)
+    st.stack(images, mean=MEAN, std=STD, out=buf)
+    assert np.array_equal(buf, want)
+
+
+def test_alike_images_are_located_and_others_described():
+    """A batch of plain arrays alike is located by address (the compiled reader answers for
+    all of it); a subclass or other strides make it describe each image;
+    both give the formula."""
+    from strided.interop import _ndarray
+
+    class Sub(np.ndarray):
+        pass
+
+    rng = np.random.default_rng(11)
+    images = [rng.integers(0, 256, (5, 7, 3), dtype=np.uint8) for _ in range(4)]
+    assert _ndarray.alike_addresses(tuple(images), images[0]) == [
+        x.ctypes.data for x in images]
+    others = [[*images[:3], images[3].view(Sub)], [*images[:3], images[3].copy(order="F")]]
+    for batch in [images, *others]:
+        if batch is not images:
+            assert _ndarray.alike_addresses(tuple(batch), batch[0]) is None
+        got = st.stack(batch, mean=MEAN, std=STD, num_threads=2)
+        assert np.array_equal(got, fused([chw(x) for x in batch]))
+    assert _ndarray.alike_addresses(images, images[0]) is None          # a list: not read
+    assert _ndarray.alike_addresses((images[0],), "not an array") is None
+
+
+def test_an_image_resized_while_out_is_read_is_refused():
+    """out's own code resizes an image after the batch was located: nothing is written, and
+    the error names the image."""
+    images = [np.full((4, 5, 3), k, np.uint8) for k in range(3)]
+    target = np.full((3, 3, 4, 5), -1.0, np.float32)
+
+    class Out:
+        @property
+        def __array_interface__(self):
+            images[1].resize((2, 5, 3), refcheck=False)
+            return target.__array_interface__
+
+    with pytest.raises(ValueError, match=r"images\[1\] changed while strided"):
+        st.stack(images, mean=MEAN, std=STD, out=Out())
+    assert (target == -1).all()
+
+
 def test_out_with_the_batch_dimension_inside():
     """out whose images interleave in memory (N not outermost) is written an image at a time."""
     rng = np.random.default_rng(9)

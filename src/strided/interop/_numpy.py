@@ -551,6 +551,11 @@ class NumpyAdapter(Adapter):
     def pinned(self, record: MemoryRecord, name: str) -> int:
         return pinned(record, name)
 
+    def alike_addresses(self, arrays: tuple[Any, ...], record: MemoryRecord) -> list[int] | None:
+        if not arrays or arrays[0] is not record.owner:     # a buffer, read through numpy
+            return None
+        return _ndarray.alike_addresses(arrays, record.owner)
+
     def same_dtype(self, a: MemoryRecord, b: MemoryRecord) -> bool:
         return bool(a.owner.dtype == b.owner.dtype)
 

@@ -153,6 +153,18 @@ class Adapter:
         """
         return record.ptr
 
+    def alike_addresses(self, arrays: tuple[Any, ...], record: MemoryRecord) -> list[int] | None:
+        """The address of the first element of every array of ``arrays`` when each is of the
+        library's plain kind with the element type, sizes and strides of ``record`` (the
+        record of ``arrays[0]``), read by compiled code that runs none of the caller's Python;
+        None when one is not, or when the library has no such reader (neutral answer).
+
+        :func:`strided.stack` describes the first image and only locates the others this
+        way; it calls this again right before the engine, as :meth:`pinned`, and refuses a
+        batch whose addresses changed in between.
+        """
+        return None
+
     def written(self, record: MemoryRecord) -> None:
         """Tell the library that the array's memory was written."""
 
