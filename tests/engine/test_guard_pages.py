@@ -170,3 +170,38 @@ def test_sentinel_pattern_changes_with_position():
 
     pattern = guarded._sentinel(4096)
     assert all(np.unique(pattern[i:i + 256]).size == 256 for i in (0, 1, 255, 3000))
+
+
+def test_image_planes_rows_of_every_width_stay_inside():
+    """HWC 8-bit pixels -> CHW float32 planes whose rows do not merge (a padded destination,
+    as a crop's source does): each row is one call of the planes kernel, whose last rounds of
+    8 pixels overlap the ones before and end at the row's last byte; every width 1..40, both
+    channel counts, both signs, every SIMD level, against the guard pages."""
+    out = run_isolated("""
+        import numpy as np
+        from guarded import CONVERT_TUNES, Case, family, run_case
+        from strided import _copy
+
+        problems, families = [], set()
+        for level in range(_copy._simd() + 1):
+            for channels in (3, 4):
+                for src_type in ("uint8", "int8"):
+                    for width in range(1, 41):
+                        case = Case((channels, 2, width), (2 * (width + 3), width + 3, 1),
+                                    (1, width * channels, channels), dst_type="float32",
+                                    src_type=src_type,
+                                    scale=tuple(np.linspace(0.5, 2, channels)),
+                                    shift=tuple(np.linspace(-1, 1, channels)),
+                                    param_strides=(1, 0, 0), param_length=channels,
+                                    level=level, convert_tune=CONVERT_TUNES["default"],
+                                    label="HWC -> CHW rows")
+                        families.add(family(case))
+                        problem = run_case(case)
+                        if problem:
+                            problems.append(f"{case.describe()}: {problem}")
+        print(sorted(families))
+        print(*problems[:10], sep="\\n")
+        print("problems", len(problems))
+    """, timeout=900)
+    assert "convert/planes" in out, out
+    assert out.strip().splitlines()[-1] == "problems 0", out
