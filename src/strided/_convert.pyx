@@ -1101,6 +1101,15 @@ cdef extern from "_kernels/nibbles.h":
                        int how) noexcept nogil
     void st_unpack4_rows(char* even, char* odd, const unsigned char* s, Py_ssize_t n,
                          int sign) noexcept nogil
+    ctypedef void (*st_unpack4_f32_fn)(char* even, char* odd, const unsigned char* s,
+                                       Py_ssize_t n, const float* te, const float* to,
+                                       int stream) noexcept nogil
+    st_unpack4_f32_fn st_unpack4_f32(int simd) noexcept nogil
+    ctypedef void (*st_pack4_f32_fn)(unsigned char* d, const char* even, const char* odd,
+                                     Py_ssize_t n, float ae, float ce, float ao, float co,
+                                     int sign) noexcept nogil
+    st_pack4_f32_fn st_pack4_f32(int simd) noexcept nogil
+    const char* st_nib_carriers[2]
 
 
 ctypedef struct _Nibbles:
@@ -1117,6 +1126,9 @@ ctypedef struct _Nibbles:
     bint dst_dense          # the 4-bit side's box is one run of nibbles, in the box's order
     bint src_dense
     bint planes             # the box is planes <-> dense pixel blocks (_planes_route)
+    st_unpack4_f32_fn tables  # ... whose 4-bit pairs go to float32 planes by lookup, or NULL
+    st_pack4_f32_fn packs   # ... whose float32 planes go to 4-bit pairs in one pass, or NULL
+    int stream              # ... those planes streamed (destinations far larger than caches)
     int64_t dbase, sbase    # nibble offset of element 0 from the address (4-bit sides)
     int64_t sizes[MAX_NDIM]
     int64_t dstr[MAX_NDIM]
@@ -1269,6 +1281,10 @@ cdef void _planes_box(const _Nibbles* N, char* dptr, const char* sptr, int64_t d
     cdef const char* scale
     cdef const char* shift
     op.stype, op.dtype, op.mode, op.fused = N.P.stype, N.P.dtype, N.P.mode, N.P.fused
+    if N.packs != NULL:
+        _pack_planes(N, sptr, soff, poff, P, pairs)
+        transpose_block(1, dptr + ((N.dbase + doff) >> 1), U // 2, pairs, P, P, U // 2)
+        return
     if N.dst_how >= 0:
         for c in range(U):
             scale = N.P.scale + (poff + c * N.pstr[u]) * N.P.ct
@@ -1281,6 +1297,9 @@ cdef void _planes_box(const _Nibbles* N, char* dptr, const char* sptr, int64_t d
         transpose_block(1, dptr + ((N.dbase + doff) >> 1), U // 2, pairs, P, P, U // 2)
         return
     transpose_block(1, pairs, P, sptr + ((N.sbase + soff) >> 1), U // 2, U // 2, P)
+    if N.tables != NULL:
+        _unpack_by_tables(N, &op, dptr, doff, poff, P, pairs)
+        return
     for k in range(U // 2):
         st_unpack4_rows(planes + 2 * k * P, planes + (2 * k + 1) * P,
                         <const unsigned char*>pairs + k * P, P, N.src_sign)
@@ -1289,6 +1308,41 @@ cdef void _planes_box(const _Nibbles* N, char* dptr, const char* sptr, int64_t d
         shift = N.P.shift + (poff + c * N.pstr[u]) * N.P.ct
         st_cvt_row(&op, dptr + (doff + c * N.dstr[u]) * N.P.dsz, 1, planes + c * P, 1, P,
                    scale, shift, 0)
+
+
+cdef void _pack_planes(const _Nibbles* N, const char* sptr, int64_t soff, int64_t poff,
+                       int64_t P, char* pairs) noexcept nogil:
+    """The quantize end of a planes box (N.packs): each pair of float32 planes into its row of
+    packed bytes, converted on the way."""
+    cdef int u = N.nd - 1
+    cdef int64_t k, e, o
+    cdef const float* a = <const float*>N.P.scale
+    cdef const float* c = <const float*>N.P.shift
+    for k in range(N.sizes[u] // 2):
+        e = poff + 2 * k * N.pstr[u]
+        o = poff + (2 * k + 1) * N.pstr[u]
+        N.packs(<unsigned char*>pairs + k * P, sptr + (soff + 2 * k * N.sstr[u]) * 4,
+                sptr + (soff + (2 * k + 1) * N.sstr[u]) * 4, P, a[e], c[e], a[o], c[o],
+                N.dst_how == ST_NIB_SAT_I4)
+
+
+cdef void _unpack_by_tables(const _Nibbles* N, const st_cvt_op* op, char* dptr, int64_t doff,
+                            int64_t poff, int64_t P, const char* pairs) noexcept nogil:
+    """The dequantize end of a planes box (N.tables): per plane, the converted values of the
+    16 nibbles (the row kernel's own results), then each row of packed pairs looked up into
+    its two float32 planes."""
+    cdef float tables[64 * 16]      # U <= 64 (_plan_nibbles)
+    cdef int u = N.nd - 1
+    cdef int64_t U = N.sizes[u], c, k
+    cdef const char* values = st_nib_carriers[0 if N.src_sign else 1]
+    for c in range(U):
+        st_cvt_row(op, <char*>(tables + 16 * c), 1, values, 1, 16,
+                   N.P.scale + (poff + c * N.pstr[u]) * N.P.ct,
+                   N.P.shift + (poff + c * N.pstr[u]) * N.P.ct, 0)
+    for k in range(U // 2):
+        N.tables(dptr + (doff + 2 * k * N.dstr[u]) * 4, dptr + (doff + (2 * k + 1) * N.dstr[u]) * 4,
+                 <const unsigned char*>pairs + k * P, P, tables + 32 * k, tables + 32 * k + 16,
+                 N.stream)
 
 
 cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t lo, int64_t hi,
@@ -1332,6 +1386,8 @@ cdef void _nibble_blocks(const void* plan, char* dptr, const char* sptr, int64_t
                 st_pack4(<unsigned char*>dptr + (at >> 1), <int>(at & 1), dbox, count, N.dst_how)
             else:
                 _scatter4(N, <unsigned char*>dptr, at, dbox, bsz, N.dst_how)
+    if N.stream:
+        st_store_fence()
 
 
 cdef bint _byte_addressable(int nd, const int64_t* sizes, const int64_t* strides,
@@ -1394,6 +1450,14 @@ cdef void _plan_nibbles(_Nibbles* N, int nd, const int64_t* sz, const int64_t* d
     N.dst_dense = N.dst_how >= 0 and N.dbase >= 0 and _box_dense(N, N.dstr)
     N.src_dense = N.src_sign >= 0 and _box_dense(N, N.sstr)
     N.planes = _planes_route(N) and N.T.convert_planes
+    N.tables = NULL
+    N.packs = NULL
+    N.stream = 0
+    if (N.planes and N.dst_how in (ST_NIB_SAT_I4, ST_NIB_SAT_U4) and N.P.stype == ST_F32
+            and N.P.mode == ST_CVT_AFF32):
+        N.packs = st_pack4_f32(simd_level())
+    if N.planes and N.src_sign >= 0 and N.P.dtype == ST_F32 and N.sizes[N.nd - 1] <= 64:
+        N.tables = st_unpack4_f32(simd_level())
     N.P.items = N.ranges
     for k in range(N.split):
         N.P.items *= N.sizes[k]
@@ -1425,6 +1489,7 @@ cdef int64_t _nibble_run(_Nibbles* N, int64_t count) noexcept nogil:
                                 16 * N.T.convert_tile_columns * max(N.P.dsz, N.P.ssz)))
     N.period_items = N.T.convert_period_items
     N.P.nbytes = count * (N.P.dsz + N.P.ssz)
+    N.stream = N.tables != NULL and streams(N.T, count * N.P.dsz)
     plan_run(&N.P, N.T)
     return _align64(2 * _align64(N.box) + N.tile_bytes + 2 * N.period_items * N.P.ct)
 

@@ -505,24 +505,37 @@ def test_4bit_kernels_stay_inside_guard_pages():
         @probe
         def planes_route_at_every_level():
             # P pixels x 64 channels: float32 planes <-> dense int4 pixel blocks (NCHW64's
-            # box), the packed bytes ending right before a guard page and starting right after
+            # box), per-channel parameters (the fused quantize and the dequantize's tables):
+            # every operand, packed bytes and float planes, ending right before a guard page
+            # and starting right after one
+            rng = np.random.default_rng(5)
+            scale = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+            shift = rng.uniform(-2.0, 2.0, 64).astype(np.float32)
             for level in range(3):
                 _copy._simd(level)
-                for pixels in (1, 3, 17, 40):
+                for pixels in (1, 3, 7, 8, 9, 15, 16, 17, 24, 40):
                     x = (np.arange(64 * pixels, dtype=np.float32) % 16 - 8).reshape(64, pixels)
-                    nbytes = 32 * pixels
+                    q = np.clip(np.rint(x * scale[:, None] + shift[:, None]), -8, 7)
+                    nbytes, fbytes = 32 * pixels, x.nbytes
                     for at_end in (False, True):
+                        f, faddr = place("fsrc", fbytes, at_end)
+                        flo = faddr - f.start
+                        f.bytes[flo:flo + fbytes] = x.view(np.uint8).ravel()
                         a, addr = place("dst", nbytes, at_end)
-                        _convert.convert_memory(addr, x.ctypes.data, (pixels, 64), (64, 1),
-                                                (1, pixels), "int4", "float32", 1.0, None)
+                        _convert.convert_memory(addr, faddr, (pixels, 64), (64, 1),
+                                                (1, pixels), "int4", "float32",
+                                                tuple(scale.tolist()), tuple(shift.tolist()),
+                                                param_strides=(0, 1), param_length=64)
                         s, saddr = place("src", nbytes, at_end)
                         lo = s.size - nbytes if at_end else 0
                         s.bytes[lo:lo + nbytes] = a.bytes[a.size - nbytes if at_end else 0:][
                             :nbytes]
-                        back = np.empty((64, pixels), np.float32)
-                        _convert.convert_memory(back.ctypes.data, saddr, (pixels, 64),
-                                                (1, pixels), (64, 1), "float32", "int4")
-                        if not np.array_equal(back, x):
+                        b, baddr = place("fdst", fbytes, at_end)
+                        _convert.convert_memory(baddr, saddr, (pixels, 64), (1, pixels),
+                                                (64, 1), "float32", "int4")
+                        blo = baddr - b.start
+                        back = b.bytes[blo:blo + fbytes].view(np.float32).reshape(64, pixels)
+                        if not np.array_equal(back, q):
                             return f"pixels={pixels} end={at_end} level={level}"
             _copy._simd(99)
             return "ok"
