@@ -134,7 +134,7 @@ _generate_memory_maps()
 # holds the image, or a note saying how to draw it, so that a build without matplotlib passes too.
 
 BENCHMARKS = HERE.parent / "benchmarks"
-PERFORMANCE_RECORDS = ("relayout", "convert")
+PERFORMANCE_RECORDS = ("relayout", "convert", "batch")
 
 
 def _chart(plot, record: dict, name: str) -> bytes:
