@@ -1450,17 +1450,26 @@ cdef void _plan_nibbles(_Nibbles* N, int nd, const int64_t* sz, const int64_t* d
     N.dst_dense = N.dst_how >= 0 and N.dbase >= 0 and _box_dense(N, N.dstr)
     N.src_dense = N.src_sign >= 0 and _box_dense(N, N.sstr)
     N.planes = _planes_route(N) and N.T.convert_planes
-    N.tables = NULL
-    N.packs = NULL
-    N.stream = 0
-    if (N.planes and N.dst_how in (ST_NIB_SAT_I4, ST_NIB_SAT_U4) and N.P.stype == ST_F32
-            and N.P.mode == ST_CVT_AFF32):
-        N.packs = st_pack4_f32(simd_level())
-    if N.planes and N.src_sign >= 0 and N.P.dtype == ST_F32 and N.sizes[N.nd - 1] <= 64:
-        N.tables = st_unpack4_f32(simd_level())
+    _fuse_planes(N)
     N.P.items = N.ranges
     for k in range(N.split):
         N.P.items *= N.sizes[k]
+
+
+cdef void _fuse_planes(_Nibbles* N) noexcept nogil:
+    """The one-pass ends of the planes route, where the pair has them: float32 planes quantized
+    straight into packed pairs (the affine step in float32, saturating), packed pairs looked up
+    into float32 planes (at most 64 planes a box: the tables live on the stack)."""
+    N.tables = NULL
+    N.packs = NULL
+    N.stream = 0
+    if not (N.planes and N.T.nibble_fused):
+        return
+    if (N.dst_how in (ST_NIB_SAT_I4, ST_NIB_SAT_U4) and N.P.stype == ST_F32
+            and N.P.mode == ST_CVT_AFF32):
+        N.packs = st_pack4_f32(simd_level())
+    if N.src_sign >= 0 and N.P.dtype == ST_F32 and N.sizes[N.nd - 1] <= 64:
+        N.tables = st_unpack4_f32(simd_level())
 
 
 cdef void _setup_nibbles(_Nibbles* N, const Tuning* T, int dst_code, int dst_bits,

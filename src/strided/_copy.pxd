@@ -63,6 +63,7 @@ ctypedef struct Tuning:
     int64_t convert_chunked_from
     int64_t convert_chunk_bytes
     int64_t nibble_box_bytes
+    int nibble_fused
 cdef Tuning tuning_now() noexcept
 # streams: whether a call writing this many bytes writes whole lines with streaming stores.
 cdef bint streams(const Tuning* T, int64_t written) noexcept nogil

@@ -124,6 +124,7 @@ _TUNING.convert_chunk_bytes = 512 * 1024         # destination bytes of a chunk
 _TUNING.nibble_box_bytes = 128 * 1024  # carrier bytes of a 4-bit conversion's box: float32
 # NCHW -> int4 NCHW64, 8x256x56x56, 1 thread (AMD EPYC, 512 KiB L2): 8 KiB 10.6 ms, 32 KiB
 # 7.3, 128 KiB 5.8, 256 KiB 9.7 (the box and the tile of its plan no longer both in L2)
+_TUNING.nibble_fused = 1             # float32 planes <-> 4-bit pairs in one pass (no carriers)
 
 
 cdef Tuning tuning_now() noexcept:
@@ -135,7 +136,7 @@ def _knob(name, value):
     """A knob's new value, clamped to what the engine can run."""
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
-    if name in ("convert_planes", "convert_tiled"):
+    if name in ("convert_planes", "convert_tiled", "nibble_fused"):
         return int(bool(value))
     if name == "chunks_per_thread":
         return max(0, int(value))

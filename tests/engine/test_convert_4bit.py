@@ -427,6 +427,43 @@ def test_dequantize_nchw64_per_channel_against_numpy():
     assert np.array_equal(out, (q.astype(np.float32) * (1 / s)[:, None, None]).astype(np.float32))
 
 
+@pytest.mark.thread_unsafe(reason="switches the engine's process-wide route knob")
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("dst_type", ["int4", "uint4"])
+def test_one_pass_planes_route_equals_the_carrier_route(level, dst_type):
+    """NCHW64 quantize (float32 planes straight to packed pairs) and dequantize (pairs through
+    16-entry tables straight to float32 planes) give the bytes and the floats of the carrier
+    route (convert to int8/uint8 rows, pack, unpack, convert) bit for bit: NaN, infinities,
+    ties, out-of-range values, per-channel and scalar parameters, widths that leave vector
+    tails, channels not a multiple of 64, every SIMD level."""
+    rng = np.random.default_rng(level)
+    x = (rng.standard_normal((2, 100, 3, 19)) * 9).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[::41], flat[5::43], flat[7::47] = np.nan, np.inf, -np.inf
+    flat[9::53], flat[11::59] = 2.5, -7.5          # ties, round half to even
+    per_channel = (tuple(float(v) for v in rng.uniform(0.3, 2, 100)),
+                   tuple(float(v) for v in rng.uniform(-3, 3, 100)))
+    results = []
+    old = _copy._tune()
+    try:
+        for fused in (True, False):
+            _copy._simd(level)
+            _copy._tune(nibble_fused=fused)
+            got = []
+            for scale, shift in (per_channel, (0.75, 1.5), (1.0, None)):
+                q = st.to_blocked(x, "NCHW64", dtype=dst_type, scale=scale, shift=shift)
+                got.append(q)
+                back = st.from_blocked(q, "NCHW64", channels=100, src_dtype=dst_type,
+                                       dtype=np.float32, scale=scale, shift=shift)
+                got.append(back.view(np.uint32))
+            results.append(got)
+    finally:
+        _copy._tune(**old)
+        _copy._simd(-1)
+    for one_pass, carriers in zip(*results):
+        assert np.array_equal(one_pass, carriers)
+
+
 def test_to_blocked_4bit_accepts_ml_dtypes_and_torch_names():
     x = np.arange(8, dtype=np.float32).reshape(1, 8, 1, 1)
     a = st.to_blocked(x, "NCHW64", dtype=ml_dtypes.int4)
