@@ -1321,8 +1321,8 @@ cdef void _pack_planes(const _Nibbles* N, const char* sptr, int64_t soff, int64_
     for k in range(N.sizes[u] // 2):
         e = poff + 2 * k * N.pstr[u]
         o = poff + (2 * k + 1) * N.pstr[u]
-        N.packs(<unsigned char*>pairs + k * P, sptr + (soff + 2 * k * N.sstr[u]) * 4,
-                sptr + (soff + (2 * k + 1) * N.sstr[u]) * 4, P, a[e], c[e], a[o], c[o],
+        N.packs(<unsigned char*>pairs + k * P, sptr + (soff + 2 * k * N.sstr[u]) * N.P.ssz,
+                sptr + (soff + (2 * k + 1) * N.sstr[u]) * N.P.ssz, P, a[e], c[e], a[o], c[o],
                 N.dst_how == ST_NIB_SAT_I4)
 
 
@@ -1340,7 +1340,8 @@ cdef void _unpack_by_tables(const _Nibbles* N, const st_cvt_op* op, char* dptr, 
                    N.P.scale + (poff + c * N.pstr[u]) * N.P.ct,
                    N.P.shift + (poff + c * N.pstr[u]) * N.P.ct, 0)
     for k in range(U // 2):
-        N.tables(dptr + (doff + 2 * k * N.dstr[u]) * 4, dptr + (doff + (2 * k + 1) * N.dstr[u]) * 4,
+        N.tables(dptr + (doff + 2 * k * N.dstr[u]) * N.P.dsz,
+                 dptr + (doff + (2 * k + 1) * N.dstr[u]) * N.P.dsz,
                  <const unsigned char*>pairs + k * P, P, tables + 32 * k, tables + 32 * k + 16,
                  N.stream)
 

@@ -172,7 +172,7 @@ def stack(images: Sequence[Any], layout: str | Sequence[int] = "NCHW", *,
     if types is not None and conversion.image is not None:
         conversion = conversion.resolved(types[1], types[0])
     if addresses is not None and _meets(out_record, records[0], addresses):
-        records, addresses = [_image_record(x, k, rank) for k, x in enumerate(sequence)], None
+        records, addresses = _image_records(sequence, rank, alike=False)
         logical = [_planar(record.layout, axes) for record in records]
     if addresses is None:
         sequence, records, logical = _unshared(out_record, sequence, records, logical, axes)
@@ -229,15 +229,16 @@ class _Images(NamedTuple):
     addresses: list[int] | None
 
 
-def _image_records(images: tuple[Any, ...], rank: int
+def _image_records(images: tuple[Any, ...], rank: int, *, alike: bool = True
                    ) -> tuple[list[MemoryRecord], list[int] | None]:
-    """Every image's record; or, when the images are plain arrays alike (one library's,
-    one dtype, sizes and strides: a decoder's output), the first one's record and every
-    image's address (the common batch costs one description, not N)."""
+    """Every image's record; or, when ``alike`` and the images are plain arrays alike (one
+    library's, one dtype, sizes and strides: a decoder's output), the first one's record and
+    every image's address (the common batch costs one description, not N)."""
     if not images:
         return [], None
     first = _image_record(images[0], 0, rank)
-    addresses = first.adapter.alike_addresses(images, first) if len(images) > 1 else None
+    addresses = (first.adapter.alike_addresses(images, first)
+                 if alike and len(images) > 1 else None)
     if addresses is not None:
         return [first], addresses
     return [first, *(_image_record(x, k, rank) for k, x in enumerate(images) if k)], None

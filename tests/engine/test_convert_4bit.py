@@ -435,7 +435,8 @@ def test_one_pass_planes_route_equals_the_carrier_route(level, dst_type):
     16-entry tables straight to float32 planes) give the bytes and the floats of the carrier
     route (convert to int8/uint8 rows, pack, unpack, convert) bit for bit: NaN, infinities,
     ties, out-of-range values, per-channel and scalar parameters, widths that leave vector
-    tails, channels not a multiple of 64, every SIMD level."""
+    tails, channels not a multiple of 64, every SIMD level; the dequantize's planes also
+    streamed (nt_bytes=0: the aligned runs by streaming stores, the heads by plain ones)."""
     rng = np.random.default_rng(level)
     x = (rng.standard_normal((2, 100, 3, 19)) * 9).astype(np.float32)
     flat = x.reshape(-1)
@@ -446,9 +447,9 @@ def test_one_pass_planes_route_equals_the_carrier_route(level, dst_type):
     results = []
     old = _copy._tune()
     try:
-        for fused in (True, False):
+        for fused, nt_bytes in ((True, old["nt_bytes"]), (True, 0), (False, old["nt_bytes"])):
             _copy._simd(level)
-            _copy._tune(nibble_fused=fused)
+            _copy._tune(nibble_fused=fused, nt_bytes=nt_bytes)
             got = []
             for scale, shift in (per_channel, (0.75, 1.5), (1.0, None)):
                 q = st.to_blocked(x, "NCHW64", dtype=dst_type, scale=scale, shift=shift)
@@ -460,8 +461,9 @@ def test_one_pass_planes_route_equals_the_carrier_route(level, dst_type):
     finally:
         _copy._tune(**old)
         _copy._simd(-1)
-    for one_pass, carriers in zip(*results):
-        assert np.array_equal(one_pass, carriers)
+    one_pass, streamed, carriers = results
+    for a, b, c in zip(one_pass, streamed, carriers):
+        assert np.array_equal(a, c) and np.array_equal(b, c)
 
 
 def test_to_blocked_4bit_accepts_ml_dtypes_and_torch_names():
