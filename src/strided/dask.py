@@ -1,0 +1,1 @@
+"""strided on dask arrays (optional extra ``strided[dask]``): being written."""
