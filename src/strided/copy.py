@@ -1105,10 +1105,8 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     if dtype is None and params.image is not None:
         dtype = "float32"      # the image form's result, as torchvision's
     if sub is not None:
-        if out is not None:
-            raise ValueError("from_blocked of 4-bit elements makes its result: out= is for "
-                             "byte-sized blocked arrays")
-        return _from_blocked_4bit(y, record, spec, sub, channels, dtype, params, num_threads)
+        return _from_blocked_4bit(y, record, spec, sub, channels, dtype, params, num_threads,
+                                  out)
     sizes = _unblocked_sizes(record.layout, spec, channels)
     conversion, new_dtype, itemsize = _blocked_conversion(record, dtype, params)
     given = out is not None
@@ -1478,8 +1476,9 @@ def _engine_type(record: MemoryRecord, x: Any, name: str) -> str:
 
 def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
                        sub: _dtypes.SubByteType, channels: int, dtype: Any,
-                       params: Conversion, num_threads: int | None) -> Any:
-    """from_blocked of a uint8 container of 4-bit elements (see :func:`_to_blocked_4bit`)."""
+                       params: Conversion, num_threads: int | None, out: Any = None) -> Any:
+    """from_blocked of a uint8 container of 4-bit elements (see :func:`_to_blocked_4bit`),
+    into a new array or into ``out`` (checked as copyto checks a destination)."""
     _check_host_4bit(record, y, "y")
     if _engine_type(record, y, "y") != "uint8":
         raise TypeError(f"y has dtype {record.adapter.dtype_name(y, record)}: a container of "
@@ -1497,13 +1496,19 @@ def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
     nibbles = Layout((*layout.sizes[:4], spec.block),
                      (*tuple(2 * s for s in layout.strides[:4]), 1))
     sizes = _unblocked_sizes(nibbles, spec, channels)
-    new_dtype = record.adapter.resolve_dtype(sub.carrier if dtype is None else dtype)[1]
-    params = params.resolved(sub.name, record.adapter.resolve_dtype(new_dtype)[0])
-    out = _allocate(y, record, Layout(sizes, itemsize=new_dtype.itemsize),
-                    order=tuple(range(4)), zero=False, blame=f"channels={channels!r}",
-                    dtype=new_dtype)
-    out_record = describe(out)
+    given = out is not None
+    if out is None:
+        new_dtype = record.adapter.resolve_dtype(sub.carrier if dtype is None else dtype)[1]
+        out = _allocate(y, record, Layout(sizes, itemsize=new_dtype.itemsize),
+                        order=tuple(range(4)), zero=False, blame=f"channels={channels!r}",
+                        dtype=new_dtype)
+        out_record = describe(out)
+    else:
+        out_record = _blocked_out(out, sizes, record, dtype, None)
+        # the container is read in several runs: none may read a byte an earlier one wrote
+        record, y = _unshared(out_record, record, y)
     dst_type = _engine_type(out_record, out, "out")
+    params = params.resolved(sub.name, dst_type)
     _dtypes.check_pair(dst_type, sub.carrier, params.affine)
     params_of = _channel_params(params, sizes, 1)
     channels_of = _channel_pieces(out_record.layout, nibbles, spec)
@@ -1511,6 +1516,8 @@ def _from_blocked_4bit(y: Any, record: MemoryRecord, spec: BlockedFormat,
             for k, (logical, blocked) in enumerate(
                 _blocked_pieces(out_record.layout, nibbles, spec))]
     _convert_4bit((out, out_record, dst_type), (y, record, sub.name), runs, num_threads)
+    if given:
+        return out
     return record.adapter.hand_over(y, record, out, out_record.layout)
 
 

@@ -427,6 +427,53 @@ def test_dequantize_nchw64_per_channel_against_numpy():
     assert np.array_equal(out, (q.astype(np.float32) * (1 / s)[:, None, None]).astype(np.float32))
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (0, 2, 3, 1), (3, 1, 0, 2)])
+@pytest.mark.parametrize(("src4", "dtype"), [("int4", np.float32), ("uint4", np.float32),
+                                             ("int4", np.int8), ("uint4", np.int16)])
+def test_from_blocked_4bit_into_out_of_any_strides(order, src4, dtype):
+    rng = np.random.default_rng(7)
+    x = rng.normal(0, 6, (2, 70, 3, 5)).astype(np.float32)
+    y = st.to_blocked(x, "NCHW64", dtype=src4, shift=0 if src4 == "int4" else 8)
+    kw = {"scale": 0.5, "shift": -1.0} if np.dtype(dtype).kind == "f" else {}
+    expected = st.from_blocked(y, "NCHW64", channels=70, src_dtype=src4, dtype=dtype, **kw)
+    # physically in `order`, its innermost dimension padded by one element
+    physical = [x.shape[k] for k in order]
+    base = np.full((*physical[:-1], physical[-1] + 1), 99, dtype)
+    out = base[..., :-1].transpose(np.argsort(order))
+    got = st.from_blocked(y, "NCHW64", channels=70, src_dtype=src4, out=out, **kw)
+    assert got is out
+    assert np.array_equal(out, expected) and out.dtype == expected.dtype
+    assert np.sum(base == 99) == base.size - x.size      # nothing outside out written
+
+
+def test_from_blocked_4bit_into_out_sharing_the_containers_bytes():
+    rng = np.random.default_rng(8)
+    x = rng.normal(0, 6, (1, 64, 4, 4)).astype(np.float32)
+    y = st.to_blocked(x, "NCHW64", dtype="int4")
+    expected = st.from_blocked(y, "NCHW64", channels=64, src_dtype="int4", dtype=np.int8)
+    # the int8 result (1024 bytes) over a buffer whose first 512 bytes hold the container
+    buf = np.zeros(1024, np.uint8)
+    buf[:y.size] = y.reshape(-1)
+    shared = buf[:y.size].reshape(y.shape)
+    out = buf.view(np.int8).reshape(1, 64, 4, 4)
+    st.from_blocked(shared, "NCHW64", channels=64, src_dtype="int4", out=out)
+    assert np.array_equal(out, expected)
+
+
+def test_from_blocked_4bit_out_errors_write_nothing():
+    y = st.to_blocked(np.ones((1, 5, 2, 2), np.float32), "NCHW64", dtype="int4")
+    out = np.full((1, 5, 2, 2), 7, np.float32)
+    with pytest.raises(ValueError, match=r"out has shape \(1, 5, 2, 3\)"):
+        st.from_blocked(y, "NCHW64", channels=5, src_dtype="int4",
+                        out=np.zeros((1, 5, 2, 3), np.float32))
+    with pytest.raises(ValueError, match="dtype is float64 but out has dtype float32"):
+        st.from_blocked(y, "NCHW64", channels=5, src_dtype="int4", dtype=np.float64, out=out)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out"):
+        st.from_blocked(y, "NCHW64", channels=5, src_dtype="int4", out=out)
+    assert (out == 7).all()
+
+
 @pytest.mark.thread_unsafe(reason="switches the engine's process-wide route knob")
 @pytest.mark.parametrize("level", [0, 1, 2])
 @pytest.mark.parametrize("dst_type", ["int4", "uint4"])
