@@ -158,7 +158,7 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
     probe = _probe(lambda p, **v: call(p, axis=axis, **v), x, axis, params)
     block = functools.partial(_relayout_block, call=call, axis=axis, params=params)
     meta = np.empty((0,) * x.ndim, probe.dtype)
-    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, name="strided-relayout")
+    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, token="strided-relayout")
     if out is None:
         return result
     target = _numpy_out(out, x.shape, probe.dtype)
@@ -219,7 +219,7 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
     probe = _probe(lambda p, **v: call(p, axis=axis, **v), x, axis, params)
     block = functools.partial(_relayout_block, call=call, axis=axis, params=params)
     meta = np.empty((0,) * x.ndim, probe.dtype)
-    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, name="strided-astype")
+    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, token="strided-astype")
     if out is None:
         return result
     _numpy_out(out, x.shape, probe.dtype)
@@ -264,7 +264,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     >>> import numpy as np
     >>> import dask.array as da
     >>> import strided.dask as sd
-    >>> x = da.ones((1, 6, 2, 2), np.float32, chunks=(1, 3, 2, 2))
+    >>> x = da.ones((1, 6, 2, 2), dtype=np.float32, chunks=(1, 3, 2, 2))
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as said:
     ...     warnings.simplefilter("always")
@@ -290,7 +290,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
               (lanes,))
     meta = np.empty((0,) * 5, probe.dtype)
     result = x.map_blocks(block, dtype=probe.dtype, meta=meta, chunks=chunks, new_axis=4,
-                          name="strided-to-blocked")
+                          token="strided-to-blocked")
     if out is None:
         return _physical(result, spec)
     _numpy_out(out, _blocked_shape(spec, x.shape, lanes), probe.dtype)
@@ -358,7 +358,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     chunks = (y.chunks[0], _unblocked_chunks(y.chunks[1], spec.block, channels), *y.chunks[2:4])
     meta = np.empty((0,) * 4, probe.dtype)
     result = y.map_blocks(block, dtype=probe.dtype, meta=meta, chunks=chunks, drop_axis=4,
-                          name="strided-from-blocked")
+                          token="strided-from-blocked")
     if out is None:
         return result
     _numpy_out(out, (y.shape[0], channels, *y.shape[2:4]), probe.dtype)
@@ -749,7 +749,7 @@ def _compute_into(result: Any, out: Any, x: Any, block: functools.partial, *,
         new = {"new_axis": 4} if result.ndim > x.ndim else {}
         done = x.map_blocks(functools.partial(block, target=target), dtype=bool,
                             meta=np.empty((0,) * result.ndim, bool), chunks=chunks,
-                            name="strided-into", **drop, **new)
+                            token="strided-into", **drop, **new)
         done.compute()
         return out
     _gather_into(result, target)
