@@ -15,6 +15,10 @@ same source view into the same destination view:
 - ``cv2`` (image cases, where OpenCV is installed: the ``bench`` extra): ``cv2.split`` of the
   HWC image into the planes of the destination, ``cv2.merge`` of the planes into the HWC
   destination, after ``cv2.setNumThreads(T)``;
+- ``hptt`` (where the peer is built: ``../shared/peers/hptt``, see :func:`load_hptt`): HPTT's
+  planned transpose ``B = A.transpose(perm)`` of the packed (or padded) array under the source
+  into the packed destination, on T threads, for float32 and float64 cases it can express (not
+  the broadcast, not 1-byte elements);
 - ``memcpy``: one ``ctypes.memmove`` of the same number of bytes between two contiguous
   buffers, the bandwidth a copy that needs no relayout gets; ``memcpy xT``: the same bytes split
   over T threads (a reference for a parallel copy, not a target).
@@ -26,7 +30,8 @@ Then each **sample** runs every contender once, in an order that rotates from sa
 call is longer), so that slow phases of a shared, noisy machine hit every contender alike. The
 table reports, per case, the GB/s of the median time per call, counting the bytes read and the
 bytes written (``2 x`` the logical tensor's bytes, whatever the source's own footprint), and
-the medians of the paired ratios ``strided / best peer`` (the fastest of numpy, torch and cv2)
+the medians of the paired ratios ``strided / best peer`` (the fastest of numpy, torch, cv2
+and hptt)
 and ``strided / memcpy`` (above 1: strided is faster). A summary checks the targets of the copy
 engine (at 64 MiB on 2 threads; the image cases at their own shapes), among them the inverse
 direction's against the forward one, and a last line times a 16-element copy, in ns per call.
@@ -47,6 +52,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import itertools
 import math
 import os
 import shlex
@@ -57,6 +63,8 @@ import timeit
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib import util as import_util
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,7 +130,7 @@ NOISY_SHARE = 0.10
 #: Elements of the small copy.
 SMALL_COPY_ELEMENTS = 16
 
-_PEERS = ("numpy", "torch", "cv2")
+_PEERS = ("numpy", "torch", "cv2", "hptt")
 _SENTINEL = 0xA5
 _PATTERN_LENGTH = 1_000_003  # prime: the source pattern never lines up with a dimension
 
@@ -369,6 +377,70 @@ def _cv2() -> Any:
     return optional_module("cv2")
 
 
+#: Where HPTT's loader (hptt.py) and build script are, unless $STRIDED_HPTT_DIR says: the
+#: shared peers folder beside the repository. The library itself is found by hptt.py
+#: ($HPTT_SHIM, else ${TMPDIR:-/tmp}/hptt/libhptt_shim.so, which build.sh makes).
+HPTT_DIR = Path(__file__).resolve().parents[3] / "shared" / "peers" / "hptt"
+
+
+def load_hptt() -> Any:
+    """HPTT's ctypes peer (an object with ``supports``, ``plan``, ``close``), or None when its
+    loader or its built library is absent (build it once per machine with ``build.sh``)."""
+    folder = Path(os.environ.get("STRIDED_HPTT_DIR") or HPTT_DIR)
+    loader = folder / "hptt.py"
+    if not loader.is_file():
+        return None
+    spec = import_util.spec_from_file_location("strided_bench_hptt", loader)
+    if spec is None or spec.loader is None:
+        return None
+    module = import_util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load()
+
+
+def _outer_sizes(a: np.ndarray) -> tuple[int, ...] | bool | None:
+    """The sizes of the packed array of which ``a`` (strides decreasing) is a sub-block:
+    None when ``a`` is itself packed, False when no packed array holds it so."""
+    strides = [s // a.itemsize for s in a.strides]
+    if a.ndim == 0 or strides[-1] != 1 or any(s % a.itemsize for s in a.strides):
+        return False
+    outer = [a.shape[0]]
+    for k in range(1, a.ndim):
+        pitch, rest = divmod(strides[k - 1], strides[k]) if strides[k] else (0, 1)
+        if rest or pitch < a.shape[k]:
+            return False
+        outer.append(pitch)
+    return None if tuple(outer) == a.shape else tuple(outer)
+
+
+def hptt_arguments(built: Built) -> tuple[np.ndarray, np.ndarray, tuple[int, ...],
+                                          tuple[int, ...] | None] | None:
+    """HPTT's view of a case, ``(A, B, perm, outer)`` with ``B = A.transpose(perm)`` the
+    copy, A the source's axes in memory order (a packed array, or a sub-block of the packed
+    array of sizes ``outer``), B the packed destination's; None when HPTT cannot express it
+    (a broadcast source, a destination that is not packed)."""
+    src, dst = built.src, built.dst
+    if src.size == 0 or 0 in src.strides:
+        return None
+    by_stride = sorted(range(src.ndim), key=lambda k: (-src.strides[k], k))
+    into = sorted(range(dst.ndim), key=lambda k: (-dst.strides[k], k))
+    a, b = src.transpose(by_stride), dst.transpose(into)
+    outer = _outer_sizes(a)
+    if outer is False or not b.flags.c_contiguous:
+        return None
+    perm = tuple(by_stride.index(axis) for axis in into)
+    return a, b, perm, outer  # type: ignore[return-value]
+
+
+def _hptt_call(hptt: Any, built: Built, threads: int) -> Callable[[], object] | None:
+    """HPTT's planned transpose of the case on ``threads`` threads, or None."""
+    args = hptt_arguments(built) if hptt.supports(built.src.dtype) else None
+    if args is None:
+        return None
+    a, b, perm, outer = args
+    return hptt.plan(a, b, perm, threads, outer)
+
+
 def _torch_view(torch: Any, view: np.ndarray, base: np.ndarray) -> Any:
     """A torch tensor with ``view``'s sizes and strides on ``base``'s memory."""
     itemsize = base.itemsize
@@ -435,6 +507,7 @@ class Result:
     threads: int
     times: dict[str, list[float]]
     others: float | None = None  # share of the CPU other processes used while timing
+    rounds: int = 1  # copies of the case the calls rotated over (cold mode; 1: warm)
 
     @property
     def mib(self) -> float:
@@ -460,7 +533,7 @@ class Result:
 
     @property
     def best_peer(self) -> str:
-        """The fastest of numpy, torch and cv2 (by median time)."""
+        """The fastest of numpy, torch, cv2 and hptt (by median time)."""
         peers = [p for p in _PEERS if self.times.get(p)]
         return min(peers, key=lambda p: self.median(p) or math.inf)
 
@@ -486,6 +559,8 @@ def run_case(
     torch: Any = None,
     pool: ThreadPoolExecutor | None = None,
     cv2: Any = None,
+    hptt: Any = None,
+    cold: bool = False,
 ) -> Result:
     """Build one case, check every contender's bytes, then time them; free the arrays.
 
@@ -503,44 +578,38 @@ def run_case(
     cv2 : module, optional
         OpenCV (``cv2.setNumThreads`` set by the caller), or None; used by the cases that
         have an OpenCV call.
+    hptt : object, optional
+        HPTT's peer (:func:`load_hptt`), or None; planned here for the cases it can express
+        and freed before returning.
+    cold : bool
+        Time with cold caches: each call of a contender runs on the next of
+        :func:`cold_rounds` copies of the case (default: every call on the same arrays, which
+        stay in the caches when they fit).
 
     Raises
     ------
     AssertionError
         When strided's or torch's destination bytes differ from numpy's.
     """
-    import strided
-
-    copyto = strided.copyto
     np_dtype = np.dtype(dtype)
     built = case.build(mib, np_dtype)
-    src, dst = built.src, built.dst
     nbytes = built.nbytes
     dst_bytes = built.dst_base.reshape(-1).view(np.uint8)
     scratch = np.empty(nbytes, np.uint8)
-    dst_address, scratch_address = built.dst_base.ctypes.data, scratch.ctypes.data
-    memmove = ctypes.memmove
-
-    contenders: dict[str, Callable[[], object]] = {
-        "strided": lambda: copyto(dst, src, num_threads=threads),
-        "numpy": lambda: np.copyto(dst, src),
-    }
-    if torch is not None:
-        tsrc = _torch_view(torch, src, built.src_base)
-        tdst = _torch_view(torch, dst, built.dst_base)
-        contenders["torch"] = lambda: tdst.copy_(tsrc)
-    if cv2 is not None and case.cv2 is not None:
-        contenders["cv2"] = case.cv2(cv2, built)
-    contenders["memcpy"] = lambda: memmove(scratch_address, dst_address, nbytes)
-    if pool is not None and threads > 1:
-        parallel = _parallel_memmove(pool, threads)
-        contenders["memcpy_par"] = lambda: parallel(scratch_address, dst_address, nbytes)
+    # cold: every contender's call takes the next of `rounds` copies of the case, so that
+    # what one call leaves in the caches is not what the next one reads
+    rounds = cold_rounds(built) if cold else 1
+    builts = [built, *(case.build(mib, np_dtype) for _ in range(rounds - 1))]
+    scratches = [scratch, *(np.empty(nbytes, np.uint8) for _ in range(rounds - 1))]
+    each = [_contenders(case, b, sc, threads=threads, torch=torch, pool=pool, cv2=cv2,
+                        hptt=hptt) for b, sc in zip(builts, scratches)]
+    contenders = {name: _rotating([c[name] for c in each]) for name in each[0]}
 
     # The check, which is also every contender's warm-up run: numpy's bytes are the reference.
     dst_bytes.fill(_SENTINEL)
     contenders["numpy"]()
     scratch[...] = dst_bytes
-    for name in ("strided", "torch", "cv2"):
+    for name in ("strided", "torch", "cv2", "hptt"):
         if name in contenders:
             dst_bytes.fill(_SENTINEL)
             contenders[name]()
@@ -551,12 +620,77 @@ def run_case(
         if name in contenders:
             contenders[name]()
 
+    for more in each[1:]:           # the other copies' warm-up (their pages, their plans)
+        for call in more.values():
+            call()
     timers = {name: timeit.Timer(call) for name, call in contenders.items()}
     before = _cpu_seconds()
     times = sample_alternating(timers, repeat=repeat, sample_s=sample_ms / 1000.0)
     others = _others_share(before, _cpu_seconds())
+    if hptt is not None:
+        hptt.close()
     # returning frees the arrays
-    return Result(case, dtype, mib, nbytes, built.shape, threads, times, others)
+    return Result(case, dtype, mib, nbytes, built.shape, threads, times, others, rounds)
+
+
+def _contenders(case: Case, built: Built, scratch: np.ndarray, *, threads: int, torch: Any,
+                pool: ThreadPoolExecutor | None, cv2: Any, hptt: Any
+                ) -> dict[str, Callable[[], object]]:
+    """Every contender's call on one copy of a case (``scratch``: memcpy's destination)."""
+    import strided
+
+    copyto = strided.copyto
+    src, dst = built.src, built.dst
+    nbytes = built.nbytes
+    dst_address, scratch_address = built.dst_base.ctypes.data, scratch.ctypes.data
+    memmove = ctypes.memmove
+    contenders: dict[str, Callable[[], object]] = {
+        "strided": lambda: copyto(dst, src, num_threads=threads),
+        "numpy": lambda: np.copyto(dst, src),
+    }
+    if torch is not None:
+        tsrc = _torch_view(torch, src, built.src_base)
+        tdst = _torch_view(torch, dst, built.dst_base)
+        contenders["torch"] = lambda: tdst.copy_(tsrc)
+    if cv2 is not None and case.cv2 is not None:
+        contenders["cv2"] = case.cv2(cv2, built)
+    hptt_call = None if hptt is None else _hptt_call(hptt, built, threads)
+    if hptt_call is not None:
+        contenders["hptt"] = hptt_call
+    contenders["memcpy"] = lambda: memmove(scratch_address, dst_address, nbytes)
+    if pool is not None and threads > 1:
+        parallel = _parallel_memmove(pool, threads)
+        contenders["memcpy_par"] = lambda: parallel(scratch_address, dst_address, nbytes)
+    return contenders
+
+
+def _rotating(calls: Sequence[Callable[[], object]]) -> Callable[[], object]:
+    """One call, or a call that runs the next of ``calls`` each time (cold mode)."""
+    if len(calls) == 1:
+        return calls[0]
+    turn = itertools.cycle(calls)
+    return lambda: next(turn)()
+
+
+def last_level_cache_bytes() -> int:
+    """The size of the largest CPU cache Linux reports (sysfs), else 32 MiB."""
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = path.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=32 * MiB)
+
+
+def cold_rounds(built: Built, cache_bytes: int | None = None) -> int:
+    """Copies of a case the cold mode rotates over: enough that the bytes touched between two
+    calls on the same copy (source, destination and memcpy's scratch, every other copy) are
+    at least three times the last-level cache; 1 when one copy is that large already."""
+    cache = last_level_cache_bytes() if cache_bytes is None else cache_bytes
+    footprint = built.src_base.nbytes + built.dst_base.nbytes + built.nbytes
+    return max(1, math.ceil(3 * cache / footprint))
 
 
 def run(
@@ -569,6 +703,8 @@ def run(
     sample_ms: float = 5.0,
     with_torch: bool = True,
     with_cv2: bool = True,
+    with_hptt: bool = True,
+    cold: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> list[Result]:
     """Every case at every size and dtype (sizes outermost), torch and OpenCV on ``threads``
@@ -583,6 +719,7 @@ def run(
         raise ValueError(f"threads must be >= 1, got {threads}")
     torch = _torch() if with_torch else None
     cv2 = _cv2() if with_cv2 and any(case.cv2 is not None for case in cases) else None
+    hptt = load_hptt() if with_hptt else None
     saved = saved_cv2 = None
     if torch is not None:
         saved = torch.get_num_threads()
@@ -601,7 +738,8 @@ def run(
                     progress(f"  [{i}/{len(jobs)}] {case.name} {dtype} {mib:g} MiB "
                              f"(t = {time.perf_counter() - start:.0f} s)")
                 results.append(run_case(case, dtype, mib, threads=threads, repeat=repeat,
-                                        sample_ms=sample_ms, torch=torch, pool=pool, cv2=cv2))
+                                        sample_ms=sample_ms, torch=torch, pool=pool, cv2=cv2,
+                                        hptt=hptt, cold=cold))
                 gc.collect()
     finally:
         if torch is not None:
@@ -674,7 +812,8 @@ def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
     """One row per result: GB/s of every contender and strided's two ratios."""
     threads = results[0].threads if results else TARGET_THREADS
     parallel = threads > 1 and any("memcpy_par" in r.times for r in results)
-    peers = ["numpy", "torch"] + (["cv2"] if any("cv2" in r.times for r in results) else [])
+    peers = ["numpy", "torch"] + [p for p in ("cv2", "hptt")
+                                  if any(p in r.times for r in results)]
     header = ["case", "dtype", "MiB", "shape", "strided", *peers, "memcpy"]
     if parallel:
         header.append(f"memcpy x{threads}")
@@ -690,6 +829,17 @@ def format_table(results: Sequence[Result], *, markdown: bool = False) -> str:
         rows.append(row)
     right = {2, *range(4, len(header))} - {len(header) - 3}
     return render_table(header, rows, right, markdown)
+
+
+def cache_fact(results: Sequence[Result]) -> str:
+    """How warm the caches were: the same arrays every call, or rotating copies (cold)."""
+    rounds = sorted({r.rounds for r in results})
+    if rounds in ([], [1]):
+        return ("caches: warm (every call of a contender on the same arrays: a case that fits "
+                "the last-level cache runs from it)")
+    return (f"caches: cold (each call on the next of {'/'.join(map(str, rounds))} copies of the "
+            f"case, together >= 3x the last-level cache of "
+            f"{last_level_cache_bytes() / MiB:g} MiB; 1 copy where one is that large)")
 
 
 def _geomean(values: Sequence[float]) -> float:
@@ -798,18 +948,21 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
               f"rotating from sample to sample; GB/s = 2 x the logical tensor's bytes (read + "
               f"written) / median time per call; st/peer and st/memcpy = medians of the paired "
               f"ratios time(other) / time(strided), above 1 strided is faster; best peer = the "
-              f"fastest of numpy, torch and cv2 (cv2.split / cv2.merge, image cases, "
+              f"fastest of numpy, torch, cv2 and hptt (cv2.split / cv2.merge, image cases, "
               f"cv2.setNumThreads({threads})); strided num_threads={threads}; numpy copies on one "
               f"thread; memcpy = one ctypes.memmove of the same bytes between contiguous "
               f"buffers" + (f", memcpy x{threads} = the same split over {threads} threads"
-                            if threads > 1 else ""))
-    facts = [*machine_facts(), torch_fact, method,
+                            if threads > 1 else "")
+              + "; hptt = HPTT's transpose (planned with ESTIMATE outside the timing, "
+                f"{threads} threads; float32/float64, the cases it can express)")
+    facts = [*machine_facts(), torch_fact, method, cache_fact(results),
              "others = the share of the machine's CPU time that other processes used while a "
              "case was timed (from /proc/stat): on a 2-core machine, a busy neighbour stalls "
              "every 2-thread copy (strided, torch) far more than numpy's 1-thread one"]
     with_cv2 = any("cv2" in r.times for r in results)
+    with_hptt = any("hptt" in r.times for r in results)
     checked = ("identical bytes: strided" + (", torch" if torch_version else "")
-               + (", cv2" if with_cv2 else "")
+               + (", cv2" if with_cv2 else "") + (", hptt" if with_hptt else "")
                + " and np.copyto wrote the same destination bytes on every case (checked "
                "before timing)")
     parts = [format_table(results, markdown=markdown), checked]
@@ -830,7 +983,7 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
 
 
 #: Every contender's role in a record; memcpy_par is named "memcpy xT" there, as in the table.
-_ROLES = {"strided": "strided", "numpy": "peer", "torch": "peer", "cv2": "peer",
+_ROLES = {"strided": "strided", "numpy": "peer", "torch": "peer", "cv2": "peer", "hptt": "peer",
           "memcpy": "memcpy", "memcpy_par": "memcpy"}
 
 
@@ -947,6 +1100,12 @@ def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_
                              + f" MiB, {len(SMALL_CASES)} cases (every kind of kernel once)")
     parser.add_argument("--no-torch", action="store_true", help="leave torch out")
     parser.add_argument("--no-cv2", action="store_true", help="leave OpenCV out")
+    parser.add_argument("--cold", action="store_true",
+                        help="cold caches: each call on the next of several copies of the case "
+                             "(together 3x the last-level cache); default: warm, every call on "
+                             "the same arrays")
+    parser.add_argument("--no-hptt", action="store_true",
+                        help="leave HPTT out (it runs where ../shared/peers/hptt is built)")
     parser.add_argument("--no-small", action="store_true", help="skip the 16-element copy")
     parser.add_argument("--markdown", action="store_true", help="print a markdown pipe table")
     plot.add_options(parser)
@@ -974,6 +1133,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_
           f"samples, {threads} threads ...", file=sys.stderr, flush=True)
     results = run(cases, sizes=sizes, dtypes=dtypes, threads=threads, repeat=repeat,
                   sample_ms=sample_ms, with_torch=torch is not None, with_cv2=not args.no_cv2,
+                  with_hptt=not args.no_hptt, cold=args.cold,
                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     small_result = None
     if not args.no_small:
@@ -985,7 +1145,8 @@ def main(argv: list[str] | None = None, *, prog: str = "python benchmarks/bench_
     if args.json is not None or args.plot is not None:
         cv2 = _cv2() if any("cv2" in r.times for r in results) else None
         settings = {"sizes_mib": sizes, "dtypes": dtypes, "cases": [c.name for c in cases],
-                    "threads": [threads], "repeat": repeat, "sample_ms": sample_ms}
+                    "threads": [threads], "repeat": repeat, "sample_ms": sample_ms,
+                    "cache": "cold" if args.cold else "warm"}
         record = to_record(results, small_result, settings=settings,
                            versions={"torch": torch_version,
                                      "cv2": None if cv2 is None else str(cv2.__version__)},

@@ -262,6 +262,62 @@ def test_copy_cases_are_the_relayouts_they_name(case: bench_copy.Case, dtype: st
         assert forward.src.strides == dst.strides and forward.dst.strides == src.strides
 
 
+@pytest.mark.parametrize("case", bench_copy.CASES, ids=lambda c: c.name)
+def test_hptt_arguments_are_the_copy_as_a_transpose(case: bench_copy.Case) -> None:
+    """HPTT's view of a case, B = A.transpose(perm) with A packed or a padded sub-block of
+    the packed array ``outer``: checked with numpy, so it holds without HPTT built."""
+    built = case.build(0.25, np.dtype(np.float32))
+    args = bench_copy.hptt_arguments(built)
+    if case.name.startswith("broadcast"):
+        assert args is None          # a stride 0: no transpose reads it
+        return
+    assert args is not None
+    a, b, perm, outer = args
+    assert np.shares_memory(a, built.src_base) and b.flags.c_contiguous
+    assert np.shares_memory(b, built.dst_base) and b.size == built.dst_base.size
+    itemsize = a.itemsize
+    if outer is None:
+        assert a.flags.c_contiguous
+    else:   # a's strides are those of the packed array of sizes outer
+        packed = [math.prod(outer[k + 1:]) * itemsize for k in range(len(outer))]
+        assert list(a.strides) == packed and all(o >= n for o, n in zip(outer, a.shape))
+        assert outer != a.shape
+    np.copyto(built.dst, built.src)
+    assert np.array_equal(b, a.transpose(perm))
+    assert (case.name == "padded->packed") == (outer is not None)
+
+
+def test_hptt_is_left_out_where_its_loader_is_absent(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("STRIDED_HPTT_DIR", str(tmp_path))
+    assert bench_copy.load_hptt() is None
+
+
+def test_cold_mode_rotates_over_copies_three_times_the_cache() -> None:
+    built = bench_copy.CASES_BY_NAME["NCHW->NHWC/C16"].build(0.25, np.dtype(np.float32))
+    footprint = 3 * built.nbytes        # source, destination and memcpy's scratch
+    assert bench_copy.cold_rounds(built, cache_bytes=footprint) == 3
+    assert bench_copy.cold_rounds(built, cache_bytes=footprint // 3) == 1
+    cache = 32 * bench_copy.MiB
+    assert bench_copy.cold_rounds(built, cache_bytes=cache) == math.ceil(cache / built.nbytes)
+    assert bench_copy.last_level_cache_bytes() >= 1 << 16
+    calls: list[int] = []
+    turn = bench_copy._rotating([lambda: calls.append(0), lambda: calls.append(1)])
+    for _ in range(5):
+        turn()
+    assert calls == [0, 1, 0, 1, 0]
+
+
+def test_cold_run_checks_every_contender_and_says_so() -> None:
+    case = bench_copy.CASES_BY_NAME["NCHW->NHWC/C16"]
+    result = bench_copy.run_case(case, "float32", 0.25, threads=1, repeat=1, sample_ms=0.2,
+                                 cold=True)
+    assert result.rounds == bench_copy.cold_rounds(case.build(0.25, np.dtype(np.float32)))
+    assert result.rounds > 1 and result.times["strided"] and result.times["numpy"]
+    assert "caches: cold" in bench_copy.cache_fact([result])
+    warm = bench_copy.run_case(case, "float32", 0.25, threads=1, repeat=1, sample_ms=0.2)
+    assert warm.rounds == 1 and "caches: warm" in bench_copy.cache_fact([warm])
+
+
 def test_copy_case_selection() -> None:
     assert [c.name for c in bench_copy.select_cases(["transpose2d"])] == ["transpose2d"]
     names = [c.name for c in bench_copy.select_cases(["NCHW->NCHW4", "pad"])]
