@@ -1,1 +1,508 @@
-"""zarr v3 codecs on strided's kernels (optional extra ``strided[zarr]``): being written."""
+"""zarr v3 codecs on strided's kernels (the optional extra ``strided[zarr]``).
+
+Three array-to-array codecs that replace zarr-python's own under the *same* names and the same
+JSON metadata, so that a store written with them is read by any zarr v3 implementation, and the
+other way round; only the work on each chunk changes:
+
+``transpose`` (:class:`TransposeCodec`, the zarr v3 core codec)
+    zarr-python decodes it into a strided numpy view that a later numpy copy materialises;
+    strided's copy materialises the permuted chunk in one pass instead (several times faster
+    for channels-last <-> planar orders).
+``numcodecs.fixedscaleoffset`` (:class:`FixedScaleOffset`)
+    ``round((x - offset) * scale)`` stored as a narrower type: encoded by strided's converting
+    copy (one pass when ``offset`` is 0 or ``scale`` 1, two otherwise, rounding and the cast
+    included), decoded from 8- and 16-bit types through a table of the reference's own values.
+``numcodecs.astype`` (:class:`AsType`)
+    a plain cast, by strided's converting copy.
+
+Each falls back to zarr-python's own route where strided could not give the reference's bytes
+(the class docstrings list when). zarr finds the classes through the package's entry points
+(importing this module registers them too) and keeps its defaults until a configuration selects
+them: :func:`use` does, globally or in a ``with`` block.
+
+Examples
+--------
+>>> import numpy as np
+>>> import zarr
+>>> import strided.zarr
+>>> with strided.zarr.use():
+...     z = zarr.create_array(zarr.storage.MemoryStore(), shape=(2, 3, 4), dtype="uint8",
+...                           chunks=(2, 3, 4), filters=[strided.zarr.TransposeCodec(
+...                               order=(1, 2, 0))])
+...     z[...] = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+...     z[0, :, 0]
+array([0, 4, 8], dtype=uint8)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+try:
+    import zarr
+    from zarr.codecs import TransposeCodec as _ZarrTransposeCodec
+    from zarr.codecs.numcodecs import AsType as _ZarrAsType
+    from zarr.codecs.numcodecs import FixedScaleOffset as _ZarrFixedScaleOffset
+    from zarr.core.buffer import cpu as _zarr_cpu
+    from zarr.registry import register_codec, register_ndbuffer
+except ImportError as error:  # pragma: no cover - exercised where zarr is absent
+    missing = ModuleNotFoundError(
+        "strided.zarr needs zarr >= 3.1.3 (and its numcodecs): pip install strided[zarr]",
+        name="zarr",
+    )
+    raise missing from error
+
+from strided.copy import copyto
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import NDBuffer as AnyNDBuffer
+
+__all__ = ["CODECS", "AsType", "FixedScaleOffset", "NDBuffer", "TransposeCodec", "use"]
+
+
+# --------------------------------------------------------------------------------------------
+# transpose
+# --------------------------------------------------------------------------------------------
+
+
+def _checked_order(order: Any) -> tuple[int, ...]:
+    """``order`` as a tuple of ints, refused unless it is a permutation of 0..n-1."""
+    if isinstance(order, (str, bytes)) or not isinstance(order, Iterable):
+        raise TypeError(f"order must be a sequence of ints, got {order!r}")
+    values = tuple(order)
+    if not all(isinstance(axis, (int, np.integer)) and not isinstance(axis, (bool, np.bool_))
+               for axis in values):
+        raise TypeError(f"order must be a sequence of ints, got {order!r}")
+    axes = tuple(int(axis) for axis in values)
+    if sorted(axes) != list(range(len(axes))):
+        raise ValueError(f"order must be a permutation of 0..{len(axes) - 1} (each axis once), "
+                         f"got {order!r}")
+    return axes
+
+
+def _inverse(order: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation that undoes ``order``: ``inverse[order[i]] = i``."""
+    inverse = [0] * len(order)
+    for position, axis in enumerate(order):
+        inverse[axis] = position
+    return tuple(inverse)
+
+
+#: Unsigned carriers of the same item size: a transpose moves bytes, never values, so a chunk of
+#: any fixed-size dtype (datetimes, byte-swapped numbers, fixed strings) is copied as these.
+#: 16-byte items travel as complex128, which strided's plain copy moves bit for bit.
+_CARRIERS: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+    8: np.dtype(np.uint64), 16: np.dtype(np.complex128)}
+
+
+def _carrier_view(array: np.ndarray) -> np.ndarray | None:
+    """``array``'s bytes as an array strided copies (an extra last axis of words for item
+    sizes without a carrier of their own); None when there is none (objects, or an odd item
+    size in memory that is not C-contiguous)."""
+    dtype = array.dtype
+    if dtype.hasobject or dtype.kind not in "biufcmMSUV" or dtype.itemsize == 0:
+        return None
+    carrier = _CARRIERS.get(dtype.itemsize)
+    if carrier is not None:
+        return array.view(carrier)
+    if not array.flags.c_contiguous:
+        return None
+    word = next(size for size in (8, 4, 2, 1) if dtype.itemsize % size == 0)
+    return array.view(_CARRIERS[word]).reshape(*array.shape, dtype.itemsize // word)
+
+
+def _copy_bytes(dst: np.ndarray, src: np.ndarray) -> bool:
+    """Copy ``src`` into ``dst`` (same shape and dtype) by strided's copy, moving bytes as
+    their carrier; False, with nothing written, where strided cannot move this dtype."""
+    source, target = _carrier_view(src), _carrier_view(dst)
+    if source is None or target is None or source.ndim != target.ndim:
+        return False
+    copyto(target, source)
+    return True
+
+
+def _permuted(array: np.ndarray, axes: tuple[int, ...]) -> np.ndarray | None:
+    """A fresh C-contiguous array holding ``array.transpose(axes)``, copied by strided; None
+    when strided cannot move this dtype's bytes (the caller then takes numpy's route)."""
+    source = _carrier_view(array)
+    if source is None:
+        return None
+    out = np.empty(tuple(array.shape[axis] for axis in axes), dtype=array.dtype)
+    target = _carrier_view(out)
+    assert target is not None  # a fresh C-contiguous array of a carriable dtype
+    # A word axis, when the item size needed one, is the last of both and stays last.
+    copyto(target, source.transpose(axes + tuple(range(array.ndim, source.ndim))))
+    return out
+
+
+def _transposed(chunk: AnyNDBuffer, axes: tuple[int, ...], consumer: type) -> AnyNDBuffer:
+    """``chunk`` permuted by ``axes``: materialised by strided in the same NDBuffer class, or
+    left a view when ``consumer`` (the pipeline's NDBuffer class) is strided's :class:`NDBuffer`,
+    whose assignment into the result then materialises it by strided, in one pass instead of
+    two; zarr-python's own lazy view for what strided does not copy (device arrays, objects)."""
+    data = chunk.as_ndarray_like()
+    if type(data) is np.ndarray and _carrier_view(data) is not None:
+        if issubclass(consumer, NDBuffer):
+            return NDBuffer(data.transpose(axes))
+        out = _permuted(data, axes)
+        if out is not None:
+            return type(chunk).from_ndarray_like(out)
+    return chunk.transpose(axes)
+
+
+class NDBuffer(_zarr_cpu.NDBuffer):
+    """zarr's host-memory ``NDBuffer`` whose assignments of arrays copy by strided.
+
+    zarr reads a selection by assigning each decoded chunk into the result
+    (``out[out_selection] = chunk``), and numpy's assignment of a strided view (a transposed
+    chunk) runs numpy's generic strided loop. With this class selected (:func:`use` does)
+    those assignments, and the merges of partial writes, are strided's copy: tiled for
+    transposes, threaded for large chunks. Anything else (fancy indexing, broadcasting,
+    dtype changes, objects) is numpy's assignment, as in zarr's class.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from strided.zarr import NDBuffer
+    >>> out = NDBuffer.from_numpy_array(np.zeros((2, 3), np.int16))
+    >>> out[...] = NDBuffer.from_numpy_array(np.arange(6, dtype=np.int16).reshape(3, 2).T)
+    >>> out.as_numpy_array()
+    array([[0, 2, 4],
+           [1, 3, 5]], dtype=int16)
+    """
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        source = value._data if isinstance(value, _zarr_cpu.NDBuffer) else value
+        if (type(source) is np.ndarray and type(self._data) is np.ndarray
+                and _is_basic_index(key)):
+            target = self._data[key]
+            if (type(target) is np.ndarray and target.shape == source.shape
+                    and target.dtype == source.dtype and _copy_bytes(target, source)):
+                return
+        super().__setitem__(key, value)
+
+
+def _is_basic_index(key: Any) -> bool:
+    """Whether ``array[key]`` is a view (slices, integers, ellipsis, newaxis), not a copy."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(part is Ellipsis or part is None
+               or (isinstance(part, (slice, int, np.integer))
+                   and not isinstance(part, (bool, np.bool_)))
+               for part in parts)
+
+
+class TransposeCodec(_ZarrTransposeCodec):
+    """The zarr v3 ``transpose`` codec, materialised by strided's copy.
+
+    The same codec as zarr-python's :class:`zarr.codecs.TransposeCodec` (name ``"transpose"``,
+    configuration ``{"order": [...]}``, the same validation), so stores are interchangeable
+    with every zarr v3 implementation. As the specification says, encoding a chunk of shape
+    ``s`` stores ``chunk.transpose(order)`` (shape ``[s[order[i]] for i ...]``) and decoding
+    applies the inverse permutation; the two differ whenever ``order`` is not its own inverse
+    (``(1, 2, 0)`` and ``(2, 0, 1)``).
+
+    zarr-python returns a strided numpy view of the chunk, which the next step (the bytes
+    codec on write, the copy into the result on read) materialises with numpy's generic
+    strided loop; this class returns a fresh C-contiguous chunk copied by strided (tiled
+    transposes, threads as strided decides), bit for bit the same bytes. Chunks strided does
+    not copy (objects such as variable-length strings, arrays that are not numpy's) take
+    zarr-python's route unchanged.
+
+    Parameters
+    ----------
+    order : sequence of int
+        A permutation of ``0..ndim-1``: the chunk's axis stored at each position.
+
+    Raises
+    ------
+    TypeError
+        ``order`` is not a sequence of ints.
+    ValueError
+        ``order`` is not a permutation (a repeated or missing axis); it does not have the
+        array's rank (when the array is created or opened).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from strided.zarr import TransposeCodec
+    >>> TransposeCodec(order=[1, 2, 0]).to_dict()
+    {'name': 'transpose', 'configuration': {'order': (1, 2, 0)}}
+    >>> TransposeCodec(order=[0, 0, 1])
+    Traceback (most recent call last):
+        ...
+    ValueError: order must be a permutation of 0..2 (each axis once), got [0, 0, 1]
+    """
+
+    def __init__(self, *, order: Iterable[int]) -> None:
+        super().__init__(order=_checked_order(order))
+
+    def _decode_sync(self, chunk_array: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
+        return _transposed(chunk_array, _inverse(self.order), chunk_spec.prototype.nd_buffer)
+
+    def _encode_sync(self, chunk_array: AnyNDBuffer, _chunk_spec: ArraySpec) -> AnyNDBuffer | None:
+        # Encoding always materialises: the bytes codec would copy a view with numpy.
+        return _transposed(chunk_array, self.order, _zarr_cpu.NDBuffer)
+
+
+# --------------------------------------------------------------------------------------------
+# numcodecs.fixedscaleoffset and numcodecs.astype
+# --------------------------------------------------------------------------------------------
+
+#: What the reference computes an encoding's ``(x - offset) * scale`` in when ``x`` is a float
+#: array and the parameters Python numbers (numpy's weak scalars, NEP 50): x's own dtype, which
+#: is strided's compute type for float32 and float64 sources too. Integers larger than these
+#: bounds would reach each side by different roundings, so they keep the reference's route.
+_EXACT_INTS = {np.dtype(np.float32): 2**24, np.dtype(np.float64): 2**53}
+
+
+def _native(dtype: np.dtype) -> bool:
+    return dtype.isnative and dtype.kind in "biufc"
+
+
+def _exact_parameter(value: Any, compute: np.dtype) -> bool:
+    """Whether strided reads ``value`` as the reference does: a real Python number that
+    rounds once, to a finite number, in the compute type."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int) and abs(value) > _EXACT_INTS[compute]:
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(compute.type(value)))
+
+
+class FixedScaleOffset(_ZarrFixedScaleOffset):
+    """numcodecs' ``fixedscaleoffset`` filter (zarr name ``numcodecs.fixedscaleoffset``) on
+    strided's converting copy.
+
+    The same codec, metadata and values as :class:`zarr.codecs.numcodecs.FixedScaleOffset`:
+    encoding stores ``around((x - offset) * scale)`` as ``astype``, decoding returns
+    ``x / scale + offset`` as ``dtype``; it is built the same way (``offset``, ``scale``,
+    ``dtype``, ``astype`` keywords) and warns, as zarr does, that numcodecs' codecs are not in
+    the zarr v3 specification.
+
+    Encoding a float32 or float64 chunk into an integer type, with ``offset`` and ``scale``
+    Python numbers, is strided's: one pass (``x * scale`` or ``x - offset``, rounded half to
+    even and cast) when ``offset`` is 0 or ``scale`` is 1, two otherwise (``x - offset`` into
+    a float chunk, then the scaling, rounding and cast), the reference's roundings in its
+    order. Decoding a chunk of a 1- or 2-byte type reads a table of the reference's own
+    results for every bit pattern (256 or 65536 entries, made once per codec), so it is the
+    reference bit for bit whatever the parameters. Everything else (integer or float16
+    sources, float destinations, 4- and 8-byte encodings, device arrays) takes the
+    reference's numpy route.
+
+    The one difference, by design: a value whose rounded encoding falls outside ``astype``'s
+    range, and NaN, have no defined value in the reference (numpy's cast is undefined there,
+    warns ``invalid value encountered in cast`` and usually wraps); strided saturates to the
+    range and stores NaN as 0, as everywhere in strided. In-range values are bit-exact.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from strided.zarr import FixedScaleOffset
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # "not in the Zarr version 3 specification"
+    ...     codec = FixedScaleOffset(offset=1000, scale=10, dtype="<f8", astype="|u1")
+    >>> codec.to_dict()["name"]
+    'numcodecs.fixedscaleoffset'
+    """
+
+    @cached_property
+    def _encode_plan(self) -> tuple[np.dtype, np.dtype, Any, Any] | None:
+        """(dtype, astype, offset, scale) when strided encodes exactly, else None."""
+        config = self.codec_config
+        dtype = np.dtype(config["dtype"])  # type: ignore[arg-type]
+        astype = np.dtype(config.get("astype") or dtype)  # type: ignore[arg-type]
+        offset, scale = config.get("offset"), config.get("scale")
+        if (dtype not in _EXACT_INTS or not dtype.isnative or astype.kind not in "iu"
+                or not astype.isnative):
+            return None
+        if not (_exact_parameter(offset, dtype) and _exact_parameter(scale, dtype)):
+            return None
+        return dtype, astype, offset, scale
+
+    @cached_property
+    def _decode_table(self) -> np.ndarray | None:
+        """The reference's decoding of every bit pattern of a 1- or 2-byte ``astype``."""
+        astype = np.dtype(self.codec_config.get("astype") or self.codec_config["dtype"])  # type: ignore[arg-type]
+        if astype.itemsize not in (1, 2) or astype.hasobject:
+            return None
+        patterns = np.arange(256**astype.itemsize, dtype=_CARRIERS[astype.itemsize])
+        with np.errstate(all="ignore"):
+            return np.asarray(self._codec.decode(patterns.view(astype)))
+
+    async def _encode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
+        chunk = chunk_data.as_ndarray_like()
+        plan = self._encode_plan
+        if type(chunk) is np.ndarray and plan is not None and chunk.dtype == plan[0]:
+            return chunk_spec.prototype.nd_buffer.from_ndarray_like(_scale_offset(chunk, *plan))
+        return await super()._encode_single(chunk_data, chunk_spec)
+
+    async def _decode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
+        chunk = chunk_data.as_ndarray_like()
+        table = self._decode_table
+        if type(chunk) is np.ndarray and table is not None:
+            astype = np.dtype(self.codec_config.get("astype") or self.codec_config["dtype"])  # type: ignore[arg-type]
+            if chunk.dtype == astype:
+                decoded = np.take(table, chunk.view(_CARRIERS[astype.itemsize]))
+                return chunk_spec.prototype.nd_buffer.from_ndarray_like(
+                    decoded.reshape(chunk_spec.shape))
+        return await super()._decode_single(chunk_data, chunk_spec)
+
+
+def _scale_offset(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,
+                  scale: Any) -> np.ndarray:
+    """``around((x - offset) * scale).astype(astype)`` by strided, in the reference's roundings:
+    the subtraction and the product each rounded in ``dtype`` (x + (-offset) is x - offset
+    exactly), then rounded half to even and saturated by the cast."""
+    out = np.empty(x.shape, astype)
+    if offset == 0:
+        copyto(out, x, scale=scale, casting="unsafe")
+    elif scale == 1:
+        copyto(out, x, shift=-offset, casting="unsafe")
+    else:
+        shifted = np.empty(x.shape, dtype)
+        copyto(shifted, x, shift=-offset)
+        copyto(out, shifted, scale=scale, casting="unsafe")
+    return out
+
+
+class AsType(_ZarrAsType):
+    """numcodecs' ``astype`` filter (zarr name ``numcodecs.astype``) on strided's converting
+    copy.
+
+    The same codec, metadata and values as :class:`zarr.codecs.numcodecs.AsType`: encoding
+    stores ``x.astype(encode_dtype)``, decoding returns ``x.astype(decode_dtype)`` (numpy's
+    unsafe casts). Both are one strided pass between native bool, integer, float and complex
+    types; complex to real (numpy drops the imaginary part, strided refuses) and anything
+    else takes the reference's numpy route. As for every strided cast, NaN and floats outside
+    an integer type's range, whose numpy value is undefined, saturate (NaN as 0).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from strided.zarr import AsType
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # "not in the Zarr version 3 specification"
+    ...     codec = AsType(encode_dtype="<f2", decode_dtype="<f4")
+    >>> codec.to_dict()["configuration"]["encode_dtype"]
+    '<f2'
+    """
+
+    def _cast(self, chunk: Any, source: str, target: str) -> np.ndarray | None:
+        """``chunk`` cast by strided from the config's ``source`` to its ``target`` dtype;
+        None where the reference's route must be taken."""
+        if type(chunk) is not np.ndarray:
+            return None
+        src = np.dtype(self.codec_config[source])  # type: ignore[arg-type]
+        dst = np.dtype(self.codec_config[target])  # type: ignore[arg-type]
+        if (chunk.dtype != src or not (_native(src) and _native(dst))
+                or (src.kind == "c" and dst.kind != "c")):
+            return None
+        out = np.empty(chunk.shape, dst)
+        copyto(out, chunk, casting="unsafe")
+        return out
+
+    async def _encode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
+        out = self._cast(chunk_data.as_ndarray_like(), "decode_dtype", "encode_dtype")
+        if out is None:
+            return await super()._encode_single(chunk_data, chunk_spec)
+        return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)  # type: ignore[arg-type]
+
+    async def _decode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
+        out = self._cast(chunk_data.as_ndarray_like(), "encode_dtype", "decode_dtype")
+        if out is None:
+            return await super()._decode_single(chunk_data, chunk_spec)
+        shaped = out.reshape(chunk_spec.shape)
+        return chunk_spec.prototype.nd_buffer.from_ndarray_like(shaped)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# registration and selection
+# --------------------------------------------------------------------------------------------
+
+#: zarr's codec names and the strided classes that implement them.
+CODECS: dict[str, type] = {
+    "transpose": TransposeCodec,
+    "numcodecs.fixedscaleoffset": FixedScaleOffset,
+    "numcodecs.astype": AsType,
+}
+
+
+def _qualname(cls: type) -> str:
+    """The key zarr's registry files a class under (``zarr.registry.fully_qualified_name``)."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# The entry points (pyproject.toml) make zarr find the codecs without this import; importing
+# registers them too, so that use() works where the package metadata is stale. zarr's config
+# names zarr's own class for each of these names by default, so having a second class
+# registered changes nothing (and warns nothing) until a configuration selects it. The NDBuffer
+# has no entry point: zarr would import this module for every array it opens.
+for _name, _cls in CODECS.items():
+    register_codec(_name, _cls)
+register_ndbuffer(NDBuffer)
+
+
+def use(*names: str, ndbuffer: bool = True) -> AbstractContextManager[Any]:
+    """Select strided's codecs (and its :class:`NDBuffer`) in zarr's configuration.
+
+    Parameters
+    ----------
+    *names : str
+        zarr codec names among ``"transpose"``, ``"numcodecs.fixedscaleoffset"`` and
+        ``"numcodecs.astype"``; none: all three.
+    ndbuffer : bool
+        Also select :class:`NDBuffer` as zarr's host-memory ``ndbuffer`` (default), so that
+        zarr's copies of decoded chunks into a read's result are strided's too: a transposed
+        chunk is then copied once, straight into the result, instead of materialised and
+        copied again.
+
+    Returns
+    -------
+    donfig.config_obj.ConfigSet
+        What ``zarr.config.set`` returns: the selection holds from the call on, or, used as a
+        context manager, within the ``with`` block only (zarr's previous choice is restored on
+        leaving it).
+
+    Raises
+    ------
+    ValueError
+        A name that is not one of strided's codecs.
+
+    Notes
+    -----
+    zarr's configuration keys are dotted paths, so ``"numcodecs.fixedscaleoffset"`` cannot be
+    set as ``zarr.config.set({"codecs.numcodecs.fixedscaleoffset": ...})``; this function sets
+    the whole ``codecs`` table, zarr's other entries unchanged. For ``transpose`` alone,
+    ``zarr.config.set({"codecs.transpose": "strided.zarr.TransposeCodec"})`` does the same.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> import strided.zarr
+    >>> with strided.zarr.use("transpose"):
+    ...     zarr.config.get("codecs.transpose"), zarr.config.get("ndbuffer")
+    ('strided.zarr.TransposeCodec', 'strided.zarr.NDBuffer')
+    >>> zarr.config.get("codecs.transpose")
+    'zarr.codecs.transpose.TransposeCodec'
+    """
+    unknown = [name for name in names if name not in CODECS]
+    if unknown:
+        raise ValueError(f"names must be among {sorted(CODECS)}, got {unknown[0]!r}")
+    if not isinstance(ndbuffer, bool):
+        raise TypeError(f"ndbuffer must be True or False, got {ndbuffer!r}")
+    table = dict(zarr.config.get("codecs", {}))
+    table.update({name: _qualname(CODECS[name]) for name in names or CODECS})
+    settings: dict[str, Any] = {"codecs": table}
+    if ndbuffer:
+        settings["ndbuffer"] = _qualname(NDBuffer)
+    return zarr.config.set(settings)
