@@ -436,13 +436,13 @@ def test_errors_name_the_argument_and_the_value():
         sd.astype(x, np.int8, casting="sometimes")
     with pytest.raises(ValueError, match="a Layout gives the strides of one whole array"):
         sd.relayout(x, st.Layout.packed((2, 3, 4, 4), "NHWC", itemsize=4))
-    with pytest.raises(ValueError, match="label|layout"):
+    with pytest.raises(ValueError, match=r"label|layout"):
         sd.relayout(x, "NHW")
     with pytest.raises(ValueError, match=r"x has shape \(3, 4, 4\): blocked format"):
         sd.to_blocked(x[0], "NCHW4")
     with pytest.raises(ValueError, match="is not a blocked format"):
         sd.to_blocked(x, "NCHW")
-    with pytest.raises(ValueError, match="4-bit|int4"):
+    with pytest.raises(ValueError, match=r"4-bit|int4"):
         sd.relayout(x, "NHWC", dtype="int4")
     y = da.ones((2, 2, 4, 4, 4), dtype=np.int8, chunks=(1, 1, 4, 4, 4))
     with pytest.raises(ValueError, match=r"channels is 9 but y of shape \(2, 2, 4, 4, 4\)"):
