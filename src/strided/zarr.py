@@ -36,6 +36,7 @@ array([0, 4, 8], dtype=uint8)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -298,10 +299,13 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
     sources, float destinations, 4- and 8-byte encodings, device arrays) takes the
     reference's numpy route.
 
-    The one difference, by design: a value whose rounded encoding falls outside ``astype``'s
-    range, and NaN, have no defined value in the reference (numpy's cast is undefined there,
-    warns ``invalid value encountered in cast`` and usually wraps); strided saturates to the
-    range and stores NaN as 0, as everywhere in strided. In-range values are bit-exact.
+    A chunk holding NaN, or a value whose rounded encoding falls outside ``astype``'s range,
+    is encoded by the reference too: numpy's cast has no defined value there (it warns
+    ``invalid value encountered in cast`` and gives what the platform's conversion gives,
+    wrapped on x86-64) and strided would saturate, so the stored bytes would differ. Such
+    values are common: the padding of a ragged edge chunk holds the fill value, often far
+    outside the quantized range. The encodings are monotonic in the values, so the chunk's
+    minimum and maximum (two numpy reductions) decide it.
 
     Examples
     --------
@@ -342,7 +346,8 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
     async def _encode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
         chunk = chunk_data.as_ndarray_like()
         plan = self._encode_plan
-        if type(chunk) is np.ndarray and plan is not None and chunk.dtype == plan[0]:
+        if (type(chunk) is np.ndarray and plan is not None and chunk.dtype == plan[0]
+                and _encodes_in_range(chunk, *plan)):
             return chunk_spec.prototype.nd_buffer.from_ndarray_like(_scale_offset(chunk, *plan))
         return await super()._encode_single(chunk_data, chunk_spec)
 
@@ -356,6 +361,23 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
                 return chunk_spec.prototype.nd_buffer.from_ndarray_like(
                     decoded.reshape(chunk_spec.shape))
         return await super()._decode_single(chunk_data, chunk_spec)
+
+
+def _encodes_in_range(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,
+                      scale: Any) -> bool:
+    """Whether every ``around((x - offset) * scale)`` is a number in ``astype``'s range: each
+    step is monotonic in x (each rounding is), so the encodings of x's extremes bound all of
+    them; NaN (which the extremes propagate) is not in range."""
+    if x.size == 0:
+        return True
+    extremes = np.array([x.min(), x.max()], dtype)
+    with np.errstate(all="ignore"):
+        encoded = np.around((extremes - offset) * scale)
+    low, high = float(encoded.min()), float(encoded.max())
+    info = np.iinfo(astype)
+    # Python compares floats with ints exactly (a float64 bound of a 64-bit range would not).
+    return bool(math.isfinite(low) and math.isfinite(high) and info.min <= low
+                and high <= info.max)
 
 
 def _scale_offset(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,
@@ -375,6 +397,18 @@ def _scale_offset(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,
     return out
 
 
+def _casts_in_range(x: np.ndarray, integer: np.dtype) -> bool:
+    """Whether every value of the float array ``x`` truncates into ``integer``'s range (its
+    extremes decide; NaN, which they propagate, does not)."""
+    if x.size == 0:
+        return True
+    low, high = float(np.trunc(x.min())), float(np.trunc(x.max()))
+    info = np.iinfo(integer)
+    # Python compares floats with ints exactly (a float64 bound of a 64-bit range would not).
+    return bool(math.isfinite(low) and math.isfinite(high) and info.min <= low
+                and high <= info.max)
+
+
 class AsType(_ZarrAsType):
     """numcodecs' ``astype`` filter (zarr name ``numcodecs.astype``) on strided's converting
     copy.
@@ -382,9 +416,10 @@ class AsType(_ZarrAsType):
     The same codec, metadata and values as :class:`zarr.codecs.numcodecs.AsType`: encoding
     stores ``x.astype(encode_dtype)``, decoding returns ``x.astype(decode_dtype)`` (numpy's
     unsafe casts). Both are one strided pass between native bool, integer, float and complex
-    types; complex to real (numpy drops the imaginary part, strided refuses) and anything
-    else takes the reference's numpy route. As for every strided cast, NaN and floats outside
-    an integer type's range, whose numpy value is undefined, saturate (NaN as 0).
+    types. Complex to real (numpy drops the imaginary part, strided refuses), a float chunk
+    holding NaN or values outside an integer type's range (numpy's value there is the
+    platform's, strided's saturated; the chunk's extremes decide), and anything else take the
+    reference's numpy route, so the bytes are always the reference's.
 
     Examples
     --------
@@ -405,7 +440,8 @@ class AsType(_ZarrAsType):
         src = np.dtype(self.codec_config[source])  # type: ignore[arg-type]
         dst = np.dtype(self.codec_config[target])  # type: ignore[arg-type]
         if (chunk.dtype != src or not (_native(src) and _native(dst))
-                or (src.kind == "c" and dst.kind != "c")):
+                or (src.kind == "c" and dst.kind != "c")
+                or (src.kind == "f" and dst.kind in "iu" and not _casts_in_range(chunk, dst))):
             return None
         out = np.empty(chunk.shape, dst)
         copyto(out, chunk, casting="unsafe")
