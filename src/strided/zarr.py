@@ -290,22 +290,29 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
     the zarr v3 specification.
 
     Encoding a float32 or float64 chunk into an integer type, with ``offset`` and ``scale``
-    Python numbers, is strided's: one pass (``x * scale`` or ``x - offset``, rounded half to
-    even and cast) when ``offset`` is 0 or ``scale`` is 1, two otherwise (``x - offset`` into
-    a float chunk, then the scaling, rounding and cast), the reference's roundings in its
-    order. Decoding a chunk of a 1- or 2-byte type reads a table of the reference's own
-    results for every bit pattern (256 or 65536 entries, made once per codec), so it is the
-    reference bit for bit whatever the parameters. Everything else (integer or float16
-    sources, float destinations, 4- and 8-byte encodings, device arrays) takes the
-    reference's numpy route.
+    Python numbers, is strided's, in the reference's roundings and their order: ``x - offset``
+    and the product each rounded in x's dtype, then rounded half to even and cast. It runs
+    over slabs of the chunk small enough to stay in the caches: for each, the range check
+    below (numpy's minimum and maximum), then one strided pass (``x * scale`` or
+    ``x - offset``, rounded and cast) when ``offset`` is 0 or ``scale`` is 1, two otherwise
+    (``x - offset`` into a float scratch slab, then the scaling, rounding and cast), so the
+    chunk crosses memory once where numpy's formula makes four temporaries. Decoding a chunk
+    of a 1-byte type reads a table of the reference's own results for its 256 bit patterns
+    (made once per codec), so it is the reference bit for bit whatever the parameters.
+    Everything else (integer or float16 sources, float encodings, wider encodings, device
+    arrays) takes the reference's numpy route.
 
     A chunk holding NaN, or a value whose rounded encoding falls outside ``astype``'s range,
     is encoded by the reference too: numpy's cast has no defined value there (it warns
     ``invalid value encountered in cast`` and gives what the platform's conversion gives,
     wrapped on x86-64) and strided would saturate, so the stored bytes would differ. Such
     values are common: the padding of a ragged edge chunk holds the fill value, often far
-    outside the quantized range. The encodings are monotonic in the values, so the chunk's
-    minimum and maximum (two numpy reductions) decide it.
+    outside the quantized range. The encodings are monotonic in the values, so each slab's
+    minimum and maximum decide it.
+
+    Unlike zarr-python 3.1.6's class, a chunk in Fortran order (an array with
+    ``config={"order": "F"}`` written in part) is stored in C order, as the specification
+    says; zarr's numcodecs wrapper stores it in memory order, which reads back transposed.
 
     Examples
     --------
@@ -335,9 +342,11 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
 
     @cached_property
     def _decode_table(self) -> np.ndarray | None:
-        """The reference's decoding of every bit pattern of a 1- or 2-byte ``astype``."""
+        """The reference's decoding of every bit pattern of a 1-byte ``astype``. (A 2-byte
+        table, 65536 entries, outgrows the L2 cache: gathering from it is slower than
+        numpy's two vectorised passes.)"""
         astype = np.dtype(self.codec_config.get("astype") or self.codec_config["dtype"])  # type: ignore[arg-type]
-        if astype.itemsize not in (1, 2) or astype.hasobject:
+        if astype.itemsize != 1 or astype.hasobject:
             return None
         patterns = np.arange(256**astype.itemsize, dtype=_CARRIERS[astype.itemsize])
         with np.errstate(all="ignore"):
@@ -346,9 +355,15 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
     async def _encode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
         chunk = chunk_data.as_ndarray_like()
         plan = self._encode_plan
-        if (type(chunk) is np.ndarray and plan is not None and chunk.dtype == plan[0]
-                and _encodes_in_range(chunk, *plan)):
-            return chunk_spec.prototype.nd_buffer.from_ndarray_like(_scale_offset(chunk, *plan))
+        if type(chunk) is np.ndarray and plan is not None and chunk.dtype == plan[0]:
+            encoded = _scale_offset(chunk, *plan)
+            if encoded is not None:
+                return chunk_spec.prototype.nd_buffer.from_ndarray_like(encoded)
+        if type(chunk) is np.ndarray and not chunk.flags.c_contiguous:
+            # numcodecs flattens in memory order (reshape(-1, order="A")): a Fortran-ordered
+            # chunk (zarr's config order "F") would be stored transposed. The specification
+            # stores C order, so that is what the reference gets.
+            chunk_data = type(chunk_data).from_ndarray_like(np.ascontiguousarray(chunk))
         return await super()._encode_single(chunk_data, chunk_spec)
 
     async def _decode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
@@ -380,21 +395,45 @@ def _encodes_in_range(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: 
                 and high <= info.max)
 
 
+#: Elements per slab of an encoding: 64 Ki, so that a slab of the source, its float scratch
+#: and its encoding (at most 1.1 MiB of float64, int64) stay in the caches between passes.
+_SLAB = 1 << 16
+
+
 def _scale_offset(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,
-                  scale: Any) -> np.ndarray:
-    """``around((x - offset) * scale).astype(astype)`` by strided, in the reference's roundings:
-    the subtraction and the product each rounded in ``dtype`` (x + (-offset) is x - offset
-    exactly), then rounded half to even and saturated by the cast."""
+                  scale: Any) -> np.ndarray | None:
+    """``around((x - offset) * scale).astype(astype)`` by strided, slab by slab, in the
+    reference's roundings: the subtraction and the product each rounded in ``dtype``
+    (``x + (-offset)`` is ``x - offset`` exactly), then rounded half to even and cast. None
+    when some value is NaN or encodes out of ``astype``'s range (the reference's route then)."""
     out = np.empty(x.shape, astype)
+    if not x.flags.c_contiguous:
+        # Rare (zarr hands over a view of the caller's array): one slab, any strides.
+        return out if _encode_slab(out, x, offset, scale, None) else None
+    flat, flat_out = x.reshape(-1), out.reshape(-1)
+    scratch = np.empty(min(flat.size, _SLAB), dtype)
+    for start in range(0, flat.size, _SLAB):
+        stop = min(start + _SLAB, flat.size)
+        if not _encode_slab(flat_out[start:stop], flat[start:stop], offset, scale,
+                            scratch[:stop - start]):
+            return None
+    return out
+
+
+def _encode_slab(out: np.ndarray, x: np.ndarray, offset: Any, scale: Any,
+                 scratch: np.ndarray | None) -> bool:
+    """Encode ``x`` into ``out`` (False, nothing promised written, when it is not in range)."""
+    if not _encodes_in_range(x, x.dtype, out.dtype, offset, scale):
+        return False
     if offset == 0:
         copyto(out, x, scale=scale, casting="unsafe")
     elif scale == 1:
         copyto(out, x, shift=-offset, casting="unsafe")
     else:
-        shifted = np.empty(x.shape, dtype)
+        shifted = np.empty(x.shape, x.dtype) if scratch is None else scratch
         copyto(shifted, x, shift=-offset)
         copyto(out, shifted, scale=scale, casting="unsafe")
-    return out
+    return True
 
 
 def _casts_in_range(x: np.ndarray, integer: np.dtype) -> bool:
