@@ -75,7 +75,8 @@ value = st_.one_of(st_.floats(-1e6, 1e6), st_.integers(-600, 600).map(lambda k: 
 
 
 @settings(max_examples=150)
-@given(dtype=st_.sampled_from(FLOATS), astype=st_.sampled_from(INTS), offset=parameter,
+@given(dtype=st_.sampled_from(FLOATS), astype=st_.sampled_from(["|i1", "|u1", *INTS]),
+       offset=parameter,
        scale=parameter, values=st_.lists(value, min_size=1, max_size=40))
 def test_encode_in_range_is_the_reference(dtype, astype, offset, scale, values):
     """In-range values (ties included): strided's bytes are the reference's."""
@@ -89,6 +90,12 @@ def test_encode_in_range_is_the_reference(dtype, astype, offset, scale, values):
     assume(np.isfinite(x).all())
     expected = encode(theirs, x)
     np.testing.assert_array_equal(bits(encode(ours, x)), bits(expected))
+    # strided's encoding itself, for every float -> integer pair (the codec routes the
+    # vectorised ones to it): the reference's bytes, or None where it declines.
+    if all(szarr._exact_parameter(p, np.dtype(dtype)) for p in (offset, scale)):
+        direct = szarr._scale_offset(x, np.dtype(dtype), np.dtype(astype), offset, scale)
+        assert direct is not None
+        np.testing.assert_array_equal(bits(direct), bits(expected))
 
 
 @pytest.mark.parametrize("astype", INTS)
@@ -135,6 +142,12 @@ def test_encode_many_slabs(dtype, bad):
         # the same values through a view that is not C-contiguous (one slab, any strides)
         view = np.asfortranarray(x)
         np.testing.assert_array_equal(bits(encode(ours, view)), bits(encode(theirs, x)))
+        for chunk in (x, view):      # strided's own encoding (the codec's route for float32)
+            direct = szarr._scale_offset(chunk, np.dtype(dtype), np.dtype("i1"), 0.25, 100.0)
+            if bad is None:
+                np.testing.assert_array_equal(bits(direct), bits(encode(theirs, x)))
+            else:
+                assert direct is None
 
 
 @settings(max_examples=60)
@@ -302,6 +315,10 @@ def test_astype_is_the_reference(source, target):
         np.testing.assert_array_equal(bits(encode(ours, x)), bits(expected))
         np.testing.assert_array_equal(bits(decode(ours, expected, source)),
                                       bits(decode(theirs, expected, source)))
+        # strided's cast itself, for every pair (the codec routes the fast ones to it)
+        direct = szarr._strided_cast(x, np.dtype(target))
+        assert direct is not None
+        np.testing.assert_array_equal(bits(direct), bits(expected))
 
 
 def test_astype_complex_to_real_takes_the_reference_route():
