@@ -12,6 +12,7 @@ chunk files are byte for byte the same, the decoded arrays the same.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -324,6 +325,27 @@ def test_partial_reads_and_writes():
     assert chunk_files(stores["zarr"]) == chunk_files(stores["strided"])
     np.testing.assert_array_equal(selected, expected[1:6, ::2, 4])
     np.testing.assert_array_equal(read_with(stores["strided"], "zarr"), expected)
+
+
+@config_changing
+@pytest.mark.parametrize("dtype", ["uint8", "S3"])
+def test_fortran_ordered_arrays(dtype):
+    """``config={"order": "F"}``: zarr's chunk buffers and results are Fortran-ordered (partial
+    writes merge into them, reads assemble into them); the files and values are the same."""
+    data = sample((5, 6, 4), dtype, seed=9)
+    stores = {name: MemoryStore() for name in CODEC_CLASSES}
+    for name, codec_class in CODEC_CLASSES.items():
+        array = zarr.create_array(stores[name], shape=data.shape, chunks=(3, 4, 4),
+                                  dtype=data.dtype, filters=[codec_class(order=(2, 0, 1))],
+                                  compressors=None, config={"order": "F"})
+        with szarr.use() if name == "strided" else contextlib.nullcontext():
+            array[1:4, 2:5] = data[1:4, 2:5]
+            array[...] = data
+            array[0, :, 1:3] = data[0, :, 1:3]
+    assert chunk_files(stores["zarr"]) == chunk_files(stores["strided"])
+    with szarr.use():
+        got = zarr.open_array(stores["zarr"], config={"order": "F"})[...]
+    np.testing.assert_array_equal(got, data)
 
 
 # --------------------------------------------------------------------------------------------
