@@ -33,6 +33,7 @@ from strategies import copy_sizes, layouts, nonoverlapping_strides, source_strid
 
 import strided as st
 from strided.interop import _ndarray, _tensor, describe
+from strided.interop._record import check_view
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
@@ -80,6 +81,78 @@ def test_layout_of_array_declines_unusual_numpy_arrays():
     assert _ndarray.layout_of_array(odd) is None        # byte strides not whole elements
     with pytest.raises(ValueError, match="multiple"):
         st.layout_of(odd)                                # the checked path explains
+
+
+# ---- view ------------------------------------------------------------------------------------
+
+
+def _checked_view(base, layout):
+    """The checked path of strided.view (describe, check_view, the adapter's view)."""
+    record = describe(base)
+    check_view(layout, record)
+    return record.adapter.view(base, record, layout, None)
+
+
+@settings(max_examples=300)
+@given(layouts(itemsizes=(1, 2, 4, 8)), layouts(itemsizes=(1,)), hst.booleans())
+def test_view_array_equals_the_checked_view_or_declines(base_layout, wanted, readonly):
+    """On random bases (any strides) and random layouts: the same array as the checked path
+    (values, strides, writeability) whenever the layout fits base's span, else None and the
+    checked path's error."""
+    dtype = {1: np.uint8, 2: np.int16, 4: np.float32, 8: np.complex64}[base_layout.itemsize]
+    base = np.array(_numpy_view(base_layout, dtype))      # a writeable copy, C order...
+    base = _numpy_view(base_layout, dtype) if readonly else base
+    layout = st.Layout(wanted.sizes, wanted.strides, offset=wanted.offset,
+                       itemsize=base.itemsize)
+    fast = _ndarray.view_array(base, layout)
+    try:
+        checked = _checked_view(base, layout)
+    except ValueError:
+        assert fast is None
+        with pytest.raises(ValueError):
+            st.view(base, layout)
+        return
+    if fast is None:        # declined: an empty base or layout, which the checked path takes
+        assert base.size == 0 or layout.size == 0
+        return
+    assert fast.shape == checked.shape and fast.strides == checked.strides
+    assert fast.dtype == checked.dtype and np.array_equal(fast, checked)
+    assert fast.flags.writeable == checked.flags.writeable
+    assert fast.__array_interface__["data"][0] == checked.__array_interface__["data"][0]
+
+
+def test_view_array_keeps_base_alive_and_writes_through():
+    base = np.arange(12, dtype=np.float64)
+    v = st.view(base, st.Layout((2, 3), (-6, 2), offset=7, itemsize=8))
+    assert v.base is base and v.flags.writeable
+    v[1, 2] = -1
+    assert base[5] == -1
+    del base
+    assert v[0].tolist() == [7.0, 9.0, 11.0]
+
+
+def test_view_array_marks_aliasing_views_and_views_of_read_only_bases_read_only():
+    base = np.arange(6, dtype=np.int32)
+    assert not st.view(base, st.Layout((2, 3), (0, 1), itemsize=4)).flags.writeable
+    windows = st.view(base, st.Layout((4, 3), (1, 1), itemsize=4))     # sliding windows
+    assert not windows.flags.writeable
+    base.flags.writeable = False
+    assert not st.view(base, st.Layout((6,), itemsize=4)).flags.writeable
+
+
+@pytest.mark.parametrize("base", [
+    np.zeros((2, 3)).view(np.matrix),
+    np.zeros(6, dtype=object),
+    np.zeros(6, dtype=">i4"),                 # byte-swapped: the checked path's
+    np.zeros(0, dtype=np.int32),
+    bytearray(6),
+], ids=lambda x: f"{type(x).__name__}-{getattr(x, 'dtype', '')}")
+def test_view_array_declines_what_the_checked_path_decides(base):
+    itemsize = getattr(base, "itemsize", 1)
+    assert _ndarray.view_array(base, st.Layout((1,), itemsize=itemsize)) is None
+    assert _ndarray.view_array(np.zeros(4, np.int8), (4,)) is None        # not a Layout
+    assert _ndarray.view_array(np.zeros(4, np.int8), st.Layout((4,), itemsize=2)) is None
+    assert _ndarray.view_array(np.zeros(4, np.int8), st.Layout((4,), bits=4)) is None
 
 
 @needs_torch

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from strided.interop import _dlpack, _numpy, _torch
-from strided.interop._ndarray import layout_of_array
+from strided.interop._ndarray import layout_of_array, view_array
 from strided.interop._record import ADAPTERS, MemoryRecord, check_view
 from strided.interop._subbyte import (
     SubByteArray,
@@ -270,6 +270,10 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     """
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
+    if copy is not True:        # plain ndarrays of numbers, read and viewed in compiled code
+        fast = view_array(base, layout)
+        if fast is not None:
+            return fast
     if isinstance(layout, Layout) and layout.bits == 4:
         raise ValueError(
             f"layout has 4-bit elements, which no array library holds as strided elements "

@@ -27,6 +27,7 @@ from strided._dtypes import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
 from strided._dtypes import can_cast, check_pair
 
 import sys
+from strided.interop._record import aliases
 from strided.interop._tensor import layout_of_tensor
 from strided.layout import Layout
 
@@ -95,6 +96,25 @@ cdef extern from *:
                  : size == 8 ? ST_U64 : -1;
         return -1;
     }
+    /* A new ndarray over plain ndarray base's memory: base's dtype, nd dims of dims and byte
+     * strides, element 0 at data, writeable when asked, base kept alive as its .base. NULL
+     * with an exception set when numpy fails. */
+    static PyObject *st_view_of(PyObject *base, int nd, npy_intp *dims, npy_intp *strides,
+                                char *data, int writeable)
+    {
+        PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)base);
+        PyObject *v;
+        Py_INCREF(descr);                       /* PyArray_NewFromDescr steals it */
+        v = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, data,
+                                 writeable ? NPY_ARRAY_WRITEABLE : 0, NULL);
+        if (v == NULL) return NULL;
+        Py_INCREF(base);                        /* PyArray_SetBaseObject steals it */
+        if (PyArray_SetBaseObject((PyArrayObject *)v, base) < 0) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        return v;
+    }
     static int st_writeable(PyObject *a) { return PyArray_ISWRITEABLE((PyArrayObject *)a); }
     static int st_ndim(PyObject *a) { return PyArray_NDIM((PyArrayObject *)a); }
     static char *st_data(PyObject *a) { return PyArray_BYTES((PyArrayObject *)a); }
@@ -109,6 +129,8 @@ cdef extern from *:
     bint st_alike(object a, object b)
     bint st_any_array(object a)
     int st_type_code(object a)
+    object st_view_of(object base, int nd, npy_intp* dims, npy_intp* strides, char* data,
+                      bint writeable)
     bint st_writeable(object a)
     int st_ndim(object a)
     char* st_data(object a)
@@ -325,6 +347,47 @@ def layout_of_array(x):
     if nd > MAX_NDIM or not _elements(x, nd, sizes, strides, &count):
         return None
     return Layout._from_normalized(normalized(nd, sizes, strides, 0, st_itemsize(x)))
+
+
+def view_array(base, layout):
+    """The fast path of :func:`strided.view` (``copy`` None or False): the view of a plain
+    ndarray of numbers as a :class:`~strided.Layout` of its itemsize whose elements all lie in
+    base's own span, or None for the checked path, which reads everything else and explains
+    every refusal.
+
+    Reads base from numpy's array struct and makes the view with numpy's C API (base is the
+    view's ``.base``): no Python code runs. The view is read-only when base is and when its
+    elements alias each other, as the checked path's is.
+    """
+    cdef int nd, lnd, i
+    cdef int64_t count, itemsize, lo = 0, hi = 0
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t strides[MAX_NDIM]
+    cdef npy_intp dims[MAX_NDIM]
+    cdef npy_intp byte_strides[MAX_NDIM]
+    if type(layout) is not Layout or not st_exact_array(base) or st_type_code(base) < 0:
+        return None
+    nd = st_ndim(base)
+    if nd > MAX_NDIM or not _elements(base, nd, sizes, strides, &count) or count == 0:
+        return None
+    itemsize = st_itemsize(base)
+    if layout._bits != 8 * itemsize or layout._itemsize != itemsize or layout._size == 0:
+        return None
+    for i in range(nd):         # base's span, from its first element: the memory a view may use
+        if strides[i] > 0:
+            hi += strides[i] * (sizes[i] - 1)
+        else:
+            lo += strides[i] * (sizes[i] - 1)
+    if layout._lo < lo or layout._hi > hi:
+        return None
+    lsizes, lstrides = layout._sizes, layout._strides
+    lnd = len(lsizes)
+    for i in range(lnd):        # within base's span: every byte stride fits npy_intp
+        dims[i] = lsizes[i]
+        byte_strides[i] = lstrides[i] * itemsize
+    writeable = st_writeable(base) and not aliases(layout)
+    return st_view_of(base, lnd, dims, byte_strides,
+                      st_data(base) + <int64_t>layout._offset * itemsize, writeable)
 
 
 def current_address(x, sizes, strides):
