@@ -156,6 +156,52 @@ def test_view_array_declines_what_the_checked_path_decides(base):
 
 
 @needs_torch
+@settings(max_examples=200)
+@given(layouts(itemsizes=(4,)), layouts(itemsizes=(1,)))
+def test_quick_torch_view_is_the_checked_views_call_or_declines(base_layout, wanted):
+    from strided.interop import _torch
+
+    base = torch.from_numpy(np.array(_numpy_view(base_layout, np.float32)))
+    layout = st.Layout(wanted.sizes, wanted.strides, offset=wanted.offset, itemsize=4)
+    fast = _torch.quick_view(base, layout)
+    try:
+        checked = _checked_view(base, layout)
+    except ValueError:
+        assert fast is None
+        return
+    if fast is None:    # declined: empty, negative strides: the checked path's
+        assert layout.size == 0 or min(layout.strides) < 0
+        return
+    assert fast.shape == checked.shape and fast.stride() == checked.stride()
+    assert fast.storage_offset() == checked.storage_offset()
+    assert fast.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    assert torch.equal(fast, checked)
+
+
+@needs_torch
+def test_quick_torch_view_declines_what_needs_the_checked_paths_care():
+    from strided.interop import _torch
+
+    L = st.Layout((2,), itemsize=4)
+    leaf = torch.zeros(4, requires_grad=True)
+    assert _torch.quick_view(torch.nn.Parameter(torch.zeros(4)), L) is None   # a subclass
+    assert _torch.quick_view(leaf[1:], L) is None       # a view in a graph: its root's grads
+    assert _torch.quick_view(torch.zeros(4, device="meta"), L) is None
+    nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    assert _torch.quick_view(nested, L) is None
+    assert _torch.quick_view(torch.zeros(4), st.Layout((2,), (-1,), offset=1, itemsize=4)) \
+        is None
+    assert _torch.quick_view(torch.zeros(4), st.Layout((2,), itemsize=8)) is None
+    assert _torch.quick_view(torch.zeros(4)[1:], st.Layout((4,), itemsize=4)) is None
+    assert _torch.quick_view(np.zeros(4, np.float32), L) is None
+    # a leaf requiring grad is viewed in the graph, as the checked path's as_strided is
+    v = _torch.quick_view(leaf, L)
+    assert v is not None and v.requires_grad
+    (v * torch.tensor([2.0, 3.0])).sum().backward()
+    assert leaf.grad.tolist() == [2.0, 3.0, 0.0, 0.0]
+
+
+@needs_torch
 @settings(max_examples=300)
 @given(layouts(itemsizes=(1, 2, 4, 8)), hst.sampled_from(["uint8", "int16", "float32",
                                                            "float64", "bfloat16", "bool"]))

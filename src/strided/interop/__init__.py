@@ -270,8 +270,10 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     """
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
-    if copy is not True:        # plain ndarrays of numbers, read and viewed in compiled code
+    if copy is not True:        # plain ndarrays (compiled) and plain CPU tensors
         fast = view_array(base, layout)
+        if fast is None:
+            fast = _torch.quick_view(base, layout)
         if fast is not None:
             return fast
     if isinstance(layout, Layout) and layout.bits == 4:
