@@ -24,6 +24,7 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -187,7 +188,9 @@ def test_quick_torch_view_declines_what_needs_the_checked_paths_care():
     assert _torch.quick_view(torch.nn.Parameter(torch.zeros(4)), L) is None   # a subclass
     assert _torch.quick_view(leaf[1:], L) is None       # a view in a graph: its root's grads
     assert _torch.quick_view(torch.zeros(4, device="meta"), L) is None
-    nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    with warnings.catch_warnings():     # "nested tensors are in prototype stage"
+        warnings.simplefilter("ignore", UserWarning)
+        nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
     assert _torch.quick_view(nested, L) is None
     assert _torch.quick_view(torch.zeros(4), st.Layout((2,), (-1,), offset=1, itemsize=4)) \
         is None

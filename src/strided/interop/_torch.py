@@ -303,9 +303,9 @@ def quick_view(base: Any, layout: object) -> Any:
     needs its care; None for the checked path (which explains every refusal).
 
     Taken when base is a ``torch.Tensor`` (no subclass, such as ``nn.Parameter``), strided and
-    not nested, on the CPU, not a view inside an autograd graph (whose gradients :func:`_graph_source` routes
-    through the root), and the layout has base's itemsize, elements, no negative stride, and
-    lies inside base's storage.
+    not nested, on the CPU, not a view inside an autograd graph (whose gradients
+    :func:`_graph_source` routes through the root), and the layout has base's itemsize,
+    elements, no negative stride, and lies inside base's storage.
     """
     torch = sys.modules.get("torch")
     if torch is None or type(base) is not torch.Tensor or type(layout) is not Layout:
