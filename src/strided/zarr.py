@@ -313,8 +313,11 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
     ``x - offset``, rounded and cast) when ``offset`` is 0 or ``scale`` is 1, two otherwise
     (``x - offset`` into a float scratch slab, then the scaling, rounding and cast), so the
     chunk crosses memory once where numpy's formula makes four temporaries. Decoding a chunk
-    of a 1-byte type reads a table of the reference's own results for its 256 bit patterns
-    (made once per codec), so it is the reference bit for bit whatever the parameters.
+    of a 1-byte type is exact by construction: the codec computes the reference's own results
+    for the 256 bit patterns once; where strided's one-pass affine decoding into float32
+    (``x * (1 / scale) + offset``) gives those very bytes for all 256 (power-of-two scales,
+    or an offset that dominates, often do), it decodes with it, else it gathers from that
+    table.
     Everything else (float64, integer or float16 sources, float or wider encodings, device
     arrays) takes the reference's numpy route.
 
@@ -381,16 +384,49 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
             chunk_data = type(chunk_data).from_ndarray_like(np.ascontiguousarray(chunk))
         return await super()._encode_single(chunk_data, chunk_spec)
 
+    @cached_property
+    def _decode_affine(self) -> tuple[float, float] | None:
+        """(scale, shift) of strided's one-pass affine decoding, ``x * (1 / scale) +
+        offset`` in float32, when it gives the reference's bytes for every one of the 256
+        patterns of a 1-byte encoding into float32, hence for every chunk (decoding is
+        elementwise): a power-of-two scale, or an offset that dominates, often do; else None.
+        """
+        table = self._decode_table
+        config = self.codec_config
+        scale, offset = config.get("scale"), config.get("offset")
+        if (table is None or table.dtype != np.float32 or not table.dtype.isnative
+                or not all(_exact_parameter(v, table.dtype) for v in (scale, offset))
+                or scale == 0):
+            return None
+        astype = np.dtype(config.get("astype") or config["dtype"])  # type: ignore[arg-type]
+        if not _native(astype):
+            return None
+        affine = (1 / scale, float(offset))  # type: ignore[operator, arg-type]
+        candidate = np.empty(256, np.float32)
+        copyto(candidate, np.arange(256, dtype=np.uint8).view(astype), scale=affine[0],
+               shift=affine[1])
+        return affine if candidate.tobytes() == table.tobytes() else None
+
     async def _decode_single(self, chunk_data: AnyNDBuffer, chunk_spec: ArraySpec) -> AnyNDBuffer:
         chunk = chunk_data.as_ndarray_like()
         table = self._decode_table
         if type(chunk) is np.ndarray and table is not None:
             astype = np.dtype(self.codec_config.get("astype") or self.codec_config["dtype"])  # type: ignore[arg-type]
             if chunk.dtype == astype:
-                decoded = np.take(table, chunk.view(_CARRIERS[astype.itemsize]))
                 return chunk_spec.prototype.nd_buffer.from_ndarray_like(
-                    decoded.reshape(chunk_spec.shape))
+                    self._decode_bytes(chunk).reshape(chunk_spec.shape))
         return await super()._decode_single(chunk_data, chunk_spec)
+
+    def _decode_bytes(self, chunk: np.ndarray) -> np.ndarray:
+        """A chunk of a 1-byte encoding decoded: by strided's affine pass where it was checked
+        exact on every pattern, else by gathering from the table of the reference's values."""
+        affine, table = self._decode_affine, self._decode_table
+        assert table is not None
+        if affine is None:
+            return np.take(table, chunk.view(np.uint8))
+        out = np.empty(chunk.shape, np.float32)
+        copyto(out, chunk, scale=affine[0], shift=affine[1])
+        return out
 
 
 def _encodes_in_range(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,

@@ -167,6 +167,20 @@ def test_decode_table_is_the_reference(dtype, astype, offset, scale):
     np.testing.assert_array_equal(bits(got), bits(expected))
 
 
+@pytest.mark.parametrize("astype", ["|u1", "|i1"])
+@pytest.mark.parametrize("scale, offset, affine", [
+    (128, 0, True), (2, 0.25, True), (10, 1000, True), (256, -0.5, True),
+    (255, 0, False), (100, 0.5, False), (127, 0, False)])
+def test_decode_routes(astype, scale, offset, affine):
+    """1-byte decoding: strided's affine pass where it matched the reference on all 256
+    patterns, the table otherwise; a large random chunk is the reference's either way."""
+    ours, theirs = pair(szarr.FixedScaleOffset, ZarrFixedScaleOffset, offset=offset,
+                        scale=scale, dtype="<f4", astype=astype)
+    assert (ours._decode_affine is not None) == affine
+    y = np.random.default_rng(2).integers(0, 256, (37, 61, 3), dtype=np.uint8).view(astype)
+    np.testing.assert_array_equal(bits(decode(ours, y, "<f4")), bits(decode(theirs, y, "<f4")))
+
+
 @pytest.mark.parametrize("config", [
     {"offset": 3, "scale": 2, "dtype": "<i2", "astype": "|i1"},           # integer arithmetic
     {"offset": 0.5, "scale": 4.0, "dtype": "<f2", "astype": "|u1"},       # float16 arithmetic
