@@ -158,7 +158,7 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
     probe = _probe(lambda p, **v: call(p, axis=axis, **v), x, axis, params)
     block = functools.partial(_relayout_block, call=call, axis=axis, params=params)
     meta = np.empty((0,) * x.ndim, probe.dtype)
-    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, token="strided-relayout")
+    result = x.map_blocks(_lazy(block), dtype=probe.dtype, meta=meta, token="strided-relayout")
     if out is None:
         return result
     target = _numpy_out(out, x.shape, probe.dtype)
@@ -219,7 +219,7 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
     probe = _probe(lambda p, **v: call(p, axis=axis, **v), x, axis, params)
     block = functools.partial(_relayout_block, call=call, axis=axis, params=params)
     meta = np.empty((0,) * x.ndim, probe.dtype)
-    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, token="strided-astype")
+    result = x.map_blocks(_lazy(block), dtype=probe.dtype, meta=meta, token="strided-astype")
     if out is None:
         return result
     _numpy_out(out, x.shape, probe.dtype)
@@ -486,6 +486,21 @@ def _relayout_block(block: np.ndarray, *, call: functools.partial, axis: int | N
         return call(block, axis=axis, **kwargs)
     _write(call, block, target[_slices(where)], axis=axis, **kwargs)
     return _written(block.ndim)
+
+
+def _same_for_every_block(block: np.ndarray, *, call: functools.partial, axis: int | None,
+                          params: _Params) -> np.ndarray:
+    """One block of relayout/astype without vectors: no block_info (dask builds one for every
+    task of a function that asks for it)."""
+    return call(block, axis=axis, **params.whole(), **_block_threads(call))
+
+
+def _lazy(block: functools.partial) -> functools.partial:
+    """The block function of a lazy relayout/astype: without block_info when nothing is cut
+    per block."""
+    if block.keywords["params"].vectors:
+        return block
+    return functools.partial(_same_for_every_block, **block.keywords)
 
 
 def _write(call: functools.partial, block: np.ndarray, region: np.ndarray,
