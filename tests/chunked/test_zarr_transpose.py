@@ -525,3 +525,22 @@ def test_entry_points_find_strided_without_importing_it():
         print(get_codec_class("numcodecs.astype").__module__)
     """, timeout=120)
     assert out.split() == ["zarr.codecs.transpose", "strided.zarr", "zarr.codecs.numcodecs._codecs"]
+
+
+def test_missing_zarr_names_the_extra():
+    """Without zarr, importing strided.zarr says which extra to install (and ``import
+    strided`` alone never needs zarr)."""
+    from isolated import run_isolated
+
+    out = run_isolated("""
+        import sys
+        sys.modules["zarr"] = None            # as if zarr were not installed
+        import strided
+        import strided.copy
+        try:
+            import strided.zarr
+        except ModuleNotFoundError as error:
+            print(type(error).__name__, error.name, "|", error)
+    """, timeout=120)
+    assert out.strip() == ("ModuleNotFoundError zarr | strided.zarr needs zarr >= 3.1.3 (and its "
+                           "numcodecs): pip install strided[zarr]")
