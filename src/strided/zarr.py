@@ -6,19 +6,21 @@ other way round; only the work on each chunk changes:
 
 ``transpose`` (:class:`TransposeCodec`, the zarr v3 core codec)
     zarr-python decodes it into a strided numpy view that a later numpy copy materialises;
-    strided's copy materialises the permuted chunk in one pass instead (several times faster
-    for channels-last <-> planar orders).
+    strided's copy materialises the permuted chunk in one pass instead (tiled, threaded), and
+    with strided's :class:`NDBuffer` selected, straight into the result of a read.
 ``numcodecs.fixedscaleoffset`` (:class:`FixedScaleOffset`)
-    ``round((x - offset) * scale)`` stored as a narrower type: encoded by strided's converting
-    copy (one pass when ``offset`` is 0 or ``scale`` 1, two otherwise, rounding and the cast
-    included), decoded from 8- and 16-bit types through a table of the reference's own values.
+    ``around((x - offset) * scale)`` stored as a narrower type: float32 -> 8-bit encodings by
+    strided's converting copy, slab by slab (rounding and cast included); 1-byte encodings
+    decoded by strided's affine copy where it was checked exact on all 256 patterns, else
+    through a table of the reference's own 256 values.
 ``numcodecs.astype`` (:class:`AsType`)
-    a plain cast, by strided's converting copy.
+    the casts strided's kernels do faster than numpy (float16 <-> float32, 8-bit -> float).
 
-Each falls back to zarr-python's own route where strided could not give the reference's bytes
-(the class docstrings list when). zarr finds the classes through the package's entry points
-(importing this module registers them too) and keeps its defaults until a configuration selects
-them: :func:`use` does, globally or in a ``with`` block.
+Each takes zarr-python's own route where strided would not give the reference's bytes, or would
+not be faster (the class docstrings say when), so stores and values are always zarr-python's,
+bit for bit. zarr finds the classes through the package's entry points (importing this module
+registers them too) and keeps its defaults until a configuration selects them: :func:`use`
+does, globally or in a ``with`` block.
 
 Examples
 --------
@@ -213,9 +215,11 @@ class TransposeCodec(_ZarrTransposeCodec):
     zarr-python returns a strided numpy view of the chunk, which the next step (the bytes
     codec on write, the copy into the result on read) materialises with numpy's generic
     strided loop; this class returns a fresh C-contiguous chunk copied by strided (tiled
-    transposes, threads as strided decides), bit for bit the same bytes. Chunks strided does
-    not copy (objects such as variable-length strings, arrays that are not numpy's) take
-    zarr-python's route unchanged.
+    transposes, threads as strided decides), bit for bit the same bytes. Where the read's
+    buffers are strided's :class:`NDBuffer` (:func:`use` selects it), decoding leaves the
+    view, and that buffer's assignment copies it, by strided, straight into the result: one
+    pass instead of two. Chunks strided does not copy (objects such as variable-length
+    strings, arrays that are not numpy's) take zarr-python's route unchanged.
 
     Parameters
     ----------
