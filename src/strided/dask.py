@@ -477,9 +477,9 @@ def _relayout_block(block: np.ndarray, *, call: functools.partial, axis: int | N
                     params: _Params, block_info: dict[Any, Any] | None = None,
                     target: Any = None) -> np.ndarray:
     """One block of relayout/astype: the vectors cut to its channels along ``axis``."""
-    where = block_info[0]["array-location"] if block_info else None
+    where = _location(block_info, block)
     kwargs = params.whole()
-    if params.vectors and where is not None:
+    if params.vectors and axis is not None:
         kwargs = params.cut(*where[axis])
     kwargs.update(_block_threads(call))
     if target is None:
@@ -523,12 +523,13 @@ def _to_blocked_block(block: np.ndarray, *, call: functools.partial, spec: Block
                       block_info: dict[Any, Any] | None = None, target: Any = None) -> Any:
     """One block of to_blocked (channels ``start:stop``, a whole number of blocks from
     ``start``), returned in NCHWx order (a view of a CHWN4 block)."""
-    start, stop = block_info[0]["array-location"][1] if block_info else (0, block.shape[1])
+    where = _location(block_info, block)
+    start, stop = where[1]
     kwargs = {**params.cut(start, stop), **_block_threads(call)}
     if target is None:
         packed = _nchwx_view(call(block, **kwargs), spec)
     else:
-        region = target[_slices(_blocked_region(block_info[0]["array-location"], spec.block))]
+        region = target[_slices(_blocked_region(where, spec.block))]
         call(block, out=_physical_block(region, spec), **kwargs)
         packed = region
     if pad is not None and stop == pad.channels:
@@ -541,7 +542,7 @@ def _from_blocked_block(block: np.ndarray, *, call: functools.partial, spec: Blo
                         block_info: dict[Any, Any] | None = None, target: Any = None) -> Any:
     """One block of from_blocked: blocks ``b0:b1`` of y, channels ``b0 * x`` up to
     ``min(b1 * x, channels)``."""
-    where = block_info[0]["array-location"] if block_info else [(0, 0), (0, block.shape[1])]
+    where = _location(block_info, block)
     start, stop = (min(b * spec.block, channels) for b in where[1])
     kwargs = {**params.cut(start, stop), **_block_threads(call)}
     physical = _physical_block(block, spec)
@@ -550,6 +551,14 @@ def _from_blocked_block(block: np.ndarray, *, call: functools.partial, spec: Blo
     region = target[_slices(_unblocked_region(where, spec.block, channels))]
     call(physical, channels=stop - start, out=region, **kwargs)
     return _written(4)
+
+
+def _location(block_info: dict[Any, Any] | None, block: np.ndarray) -> list[tuple[int, int]]:
+    """The block's place in its dask array (array-location), as dask tells the function; the
+    whole block when called without (directly, on one array)."""
+    if block_info is None:
+        return [(0, size) for size in block.shape]
+    return list(block_info[0]["array-location"])
 
 
 def _written(ndim: int) -> np.ndarray:
