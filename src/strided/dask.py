@@ -788,15 +788,16 @@ def _shares_memory() -> bool:
 
 def _gather_into(result: Any, target: np.ndarray) -> None:
     """Compute ``result`` on worker processes, copying each block into its region of
-    ``target`` as it arrives (one block at a time held here, not the whole result)."""
+    ``target``: on dask.distributed as each arrives (one block at a time held here), on dask's
+    process pool all at once (the blocks, as large as ``target``, then copied)."""
     offsets = [tuple(itertools.accumulate(c, initial=0)) for c in result.chunks]
     blocks = result.to_delayed()
     keys = list(np.ndindex(*blocks.shape))
     regions = {k: tuple(slice(o[i], o[i + 1]) for o, i in zip(offsets, k)) for k in keys}
     client = _distributed_client()
-    if client is None:      # the multiprocessing scheduler: one block at a time
-        for key in keys:
-            st.copyto(target[regions[key]], blocks[key].compute())
+    if client is None:      # dask's process pool: one compute (a pool each), then copies
+        for key, value in zip(keys, dask.compute(*(blocks[k] for k in keys))):
+            st.copyto(target[regions[key]], value)
         return
     from distributed import as_completed
 

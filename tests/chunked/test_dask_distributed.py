@@ -135,6 +135,17 @@ def test_zarr_store_written_by_the_workers(client, tmp_path):
                                                dtype=np.float32, scale=1 / scale))
 
 
+def test_out_numpy_on_the_multiprocessing_scheduler():
+    """dask's own process pool (no distributed): the blocks come back one by one into out."""
+    a = values((2, 8, 6, 6))
+    x = da.from_array(a, chunks=(1, 4, 6, 6))
+    out = np.empty((2, 8, 6, 6), np.float16, order="F")
+    with dask.config.set(scheduler="processes", num_workers=2):
+        sd.astype(x, np.float16, scale=np.linspace(1, 2, 8), axis=1, out=out)
+    assert np.array_equal(out, st.relayout(a, "C", dtype=np.float16,
+                                           scale=np.linspace(1, 2, 8), axis=1))
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="fork: Linux only")
 def test_forked_workers():
     cluster, client = start_cluster("fork")
