@@ -218,6 +218,16 @@ def test_every_rank4_order_ragged(order):
     check_both_ways(sample((3, 5, 4, 2), np.float32, seed=sum(order)), (2, 2, 3, 2), order)
 
 
+@pytest.mark.slow
+@config_changing
+@pytest.mark.parametrize("dtype", ["uint8", "float64", "S3"])
+def test_every_rank5_order(dtype):
+    """All 120 orders of rank 5, ragged chunks, both ways (exhaustive: STRIDED_SLOW=1)."""
+    data = sample((3, 2, 4, 3, 2), dtype, seed=13)
+    for order in itertools.permutations(range(5)):
+        check_both_ways(data, (2, 2, 3, 2, 1), order, ndbuffer=sum(order[:2]) % 2 == 0)
+
+
 @config_changing
 @pytest.mark.parametrize("shape, chunks, order", [
     ((9, 4), (4, 3), (1, 0)),
