@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -168,7 +169,7 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
     target = _numpy_out(out, x.shape, probe.dtype)
     if target is not None:
         _check_out_layout(target, st.packed_strides(x.shape, layout), layout)
-    return _compute_into(result, out, x, block, to_region=_same_region)
+    return _compute_into(result, out, x, block)
 
 
 def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: int | None = None,
@@ -227,7 +228,7 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
     if out is None:
         return result
     _numpy_out(out, x.shape, probe.dtype)
-    return _compute_into(result, out, x, block, to_region=_same_region)
+    return _compute_into(result, out, x, block)
 
 
 def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: Any = None,
@@ -298,8 +299,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     if out is None:
         return _physical(result, spec)
     _numpy_out(out, _blocked_shape(spec, x.shape, lanes), probe.dtype)
-    region = functools.partial(_blocked_region, x=spec.block)
-    return _compute_into(result, out, x, block, to_region=region, spec=spec)
+    return _compute_into(result, out, x, block, spec=spec)
 
 
 def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any = None,
@@ -366,8 +366,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     if out is None:
         return result
     _numpy_out(out, (y.shape[0], channels, *y.shape[2:4]), probe.dtype)
-    region = functools.partial(_unblocked_region, x=spec.block, channels=channels)
-    return _compute_into(result, out, y, block, to_region=region)
+    return _compute_into(result, out, y, block)
 
 
 def _blocked_shape(spec: BlockedFormat, sizes: tuple[int, ...], lanes: int) -> tuple[int, ...]:
@@ -637,10 +636,6 @@ def _unblocked_chunks(block_chunks: tuple[int, ...], x: int, channels: int) -> t
     return tuple(b - a for a, b in zip([0, *ends], ends))
 
 
-def _same_region(where: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    return list(where)
-
-
 def _blocked_region(where: Sequence[tuple[int, int]], x: int) -> list[tuple[int, int]]:
     """The region (NCHWx order) of to_blocked's result that channels ``where[1]`` fill."""
     (c0, c1) = where[1]
@@ -752,7 +747,7 @@ def _check_out_layout(out: np.ndarray, strides: tuple[int, ...], layout: Any) ->
 
 
 def _compute_into(result: Any, out: Any, x: Any, block: functools.partial, *,
-                  to_region: Callable[..., Any], spec: BlockedFormat | None = None) -> Any:
+                  spec: BlockedFormat | None = None) -> Any:
     """Compute now into ``out``, and return it.
 
     numpy ``out`` on a scheduler sharing this process's memory (threads, synchronous): each
@@ -773,7 +768,8 @@ def _compute_into(result: Any, out: Any, x: Any, block: functools.partial, *,
         new = {"new_axis": 4} if result.ndim > x.ndim else {}
         done = x.map_blocks(functools.partial(block, target=target), dtype=bool,
                             meta=np.empty((0,) * result.ndim, bool), chunks=chunks,
-                            token="strided-into", **drop, **new)
+                            name=f"strided-into-{uuid.uuid4().hex}",   # never hash out
+                            **drop, **new)
         done.compute()
         return out
     _gather_into(result, target)
