@@ -314,6 +314,7 @@ def test_meta_and_names_are_deterministic():
     assert z._meta.dtype == np.dtype("bfloat16") and z.dtype == z._meta.dtype
 
 
+@pytest.mark.thread_unsafe(reason="records warnings (process-wide filters)")
 def test_rechunk_is_said_once_per_call():
     x = da.ones((1, 10, 2, 2), dtype=np.float32, chunks=(1, 3, 2, 2))
     with warnings.catch_warnings(record=True) as said:
