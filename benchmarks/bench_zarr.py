@@ -20,7 +20,10 @@ images stored NHWC, order ``(0, 2, 3, 1)``), each measured three ways:
   (one chunk, uncompressed), with zarr's defaults against ``strided.zarr.use()`` (strided's
   codec and its NDBuffer: the decoded view is copied once, by strided, into zarr's result),
   and, for reads, ``use(ndbuffer=False)`` (strided's codec alone: it materialises the chunk,
-  which zarr then copies into its result with numpy, a second pass).
+  which zarr then copies into its result with numpy, a second pass); ``read into out=``: the
+  same read into a result buffer made once and reused (``get_basic_selection(..., out=)``,
+  as a data loader does), where no fresh pages have to be zeroed by the kernel first (about
+  half of strided's time in a fresh result, a cost both contenders pay).
 
 **numcodecs.fixedscaleoffset** (float32 -> uint8, offset 0, scale 128: one strided pass a
 slab to encode, strided's affine pass to decode; float32 -> int8, offset 0.5, scale 100: two
@@ -157,9 +160,24 @@ def store_rows(name: str, chunk: np.ndarray, codec: ZarrTransposeCodec, rounds: 
              "strided codec, zarr's NDBuffer": read_strided(False)}
     for way in reads.values():
         same(way(), chunk)
+    # Into a reused result (a data loader's buffer): no fresh pages for the kernel to zero.
+    theirs_out = default_buffer_prototype().nd_buffer.from_numpy_array(np.zeros_like(chunk))
+    ours_out = szarr.NDBuffer.from_numpy_array(np.zeros_like(chunk))
+
+    def read_into_strided() -> None:
+        with szarr.use():
+            strideds.get_basic_selection(Ellipsis, out=ours_out)
+
+    reads_into = {"zarr-python": lambda: zarrs.get_basic_selection(Ellipsis, out=theirs_out),
+                  "strided.zarr.use()": read_into_strided}
+    for way in reads_into.values():
+        way()
+    same(theirs_out.as_numpy_array(), chunk)
+    same(ours_out.as_numpy_array(), chunk)
     writes = {"zarr-python": lambda: zarrs.__setitem__(Ellipsis, chunk),
               "strided.zarr.use()": write_strided}
     rows = row(name, "read arr[...]", measure(reads, rounds), "zarr-python")
+    rows += row(name, "read into out=", measure(reads_into, rounds), "zarr-python")
     rows += row(name, "write arr[...] = x", measure(writes, rounds), "zarr-python")
     same(zarrs[...], chunk)
     return rows
