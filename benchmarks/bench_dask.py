@@ -15,9 +15,10 @@ round (the median of each is printed, with its ratio to the dask-only pipeline):
    and the copies are timed, not zstd) -> NHWC written to a zarr array ``(N, H, W, C)``, and
    -> int8 NCHW32 (per-channel scale and shift) written to a zarr array, strided vs the same
    pipeline in dask's ``transpose``/arithmetic/``astype``/``map_blocks(numpy)`` (target >= 2x).
-   The two stores are compared byte for byte once. Peak RSS per worker is sampled by each
-   worker's own memory monitor (distributed's SystemMonitor) during each run, and printed in
-   chunks of the source (target <= 4 chunks above the idle worker).
+   The two stores are compared byte for byte once; the I/O floor (the source copied to a
+   zarr array of its own layout, nothing relaid) is timed beside them. Peak RSS per worker is
+   sampled by each worker's own memory monitor (distributed's SystemMonitor) during each run,
+   and printed in chunks of the source (target <= 4 chunks above the idle worker).
 
     python benchmarks/bench_dask.py                    # 4 GiB end to end (minutes)
     python benchmarks/bench_dask.py --size 1 --rounds 3
@@ -183,6 +184,9 @@ def end_to_end(size_gib: float, rounds: int, folder: Path, side: int = 512) -> s
             da.store(x.transpose(0, 2, 3, 1).map_blocks(np.ascontiguousarray),
                      store("nhwc_d.zarr", nhwc_shape, nhwc_chunks, "float32"), lock=False)
 
+        def copy_only() -> None:     # the floor: the same bytes read and written, no relayout
+            da.store(x, store("copy.zarr", shape, chunks, "float32"), lock=False)
+
         def to_q_strided() -> None:
             sd.to_blocked(x, "NCHW32", dtype=np.int8, scale=scale, shift=shift,
                           out=store("q_s.zarr", q_shape, q_chunks, "int8"))
@@ -205,7 +209,8 @@ def end_to_end(size_gib: float, rounds: int, folder: Path, side: int = 512) -> s
             return run
 
         nhwc = {"dask: transpose + map_blocks(np.ascontiguousarray)": to_nhwc_dask,
-                "strided: sd.relayout(x, 'NHWC').transpose(0, 2, 3, 1)": to_nhwc_strided}
+                "strided: sd.relayout(x, 'NHWC').transpose(0, 2, 3, 1)": to_nhwc_strided,
+                "floor: zarr -> zarr copy, no relayout (da.store(x))": copy_only}
         quant = {"dask: map_blocks(numpy quantize) + reshape/transpose": to_q_dask,
                  "strided: sd.to_blocked(x, 'NCHW32', dtype=int8, ...)": to_q_strided}
         t_nhwc = paired({k: sampled(k, f) for k, f in nhwc.items()}, rounds)
