@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
@@ -696,6 +697,9 @@ def _check_dask(x: Any, name: str) -> None:
             f"{name} must be a dask array (dask.array.Array), got {kind}: for an array in "
             f"memory call strided.{'relayout'} and friends, or wrap it with "
             f"dask.array.from_array(...)")
+    if any(math.isnan(size) for size in x.shape):
+        raise ValueError(f"{name} has unknown chunk sizes (shape {x.shape}): call "
+                         f"{name}.compute_chunk_sizes() first (the blocks' places are needed)")
     meta = x._meta
     if type(meta) is not np.ndarray:
         kind = f"{type(meta).__module__}.{type(meta).__qualname__}"

@@ -454,6 +454,9 @@ def test_errors_name_the_argument_and_the_value():
         sd.from_blocked(y[..., 0], "NCHW4", channels=8)
     with pytest.raises(ValueError, match="num_threads"):
         sd.relayout(x, "NHWC", num_threads=0)
+    unknown = da.from_array(np.arange(6.0), chunks=3)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        sd.astype(unknown[unknown > 2], np.float32)
     with pytest.raises(ValueError, match="scale/shift or the image form"):
         sd.astype(x, np.float32, scale=2.0, mean=0.5)
 
