@@ -128,19 +128,17 @@ def check_both_ways(data: np.ndarray, chunks, order, ndbuffer: bool = True) -> N
 
 def sample(shape, dtype, seed: int = 0) -> np.ndarray:
     """Random values of any dtype: random bytes, so that NaN payloads, negative zeros and
-    every bit pattern travel through the copy."""
-    dtype = np.dtype(dtype)
-    raw = np.random.default_rng(seed).integers(0, 256, int(np.prod(shape)) * dtype.itemsize,
-                                               dtype=np.uint8)
+    every bit pattern travel through the copy (valid ones for bools and strings)."""
+    dtype, rng = np.dtype(dtype), np.random.default_rng(seed)
+    count = int(np.prod(shape))
+    if dtype.kind == "U":                          # code points of letters
+        letters = rng.integers(ord("a"), ord("z") + 1, count * dtype.itemsize // 4)
+        return letters.astype(np.uint32).view(dtype).reshape(shape)
+    raw = rng.integers(0, 256, count * dtype.itemsize, dtype=np.uint8)
     if dtype.kind == "b":
-        raw = raw % 2
-    if dtype.kind in "SU" or dtype.fields:
+        raw %= 2
+    elif dtype.kind == "S":
         raw = raw % 26 + ord("a")
-        if dtype.kind == "U":
-            raw = raw.view(np.uint8)
-            raw = np.repeat(raw[::4], 4).reshape(-1, 4)
-            raw[:, 1:] = 0
-            raw = raw.ravel()[: int(np.prod(shape)) * dtype.itemsize]
     return raw.view(dtype).reshape(shape)
 
 
