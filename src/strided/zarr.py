@@ -287,6 +287,15 @@ def _native(dtype: np.dtype) -> bool:
     return dtype.isnative and dtype.kind in "biufc"
 
 
+def _evolved_as(codec: Any, evolved: Any) -> Any:
+    """``evolved`` (what zarr's class made of ``codec`` for an array) as ``codec``'s class:
+    zarr's numcodecs classes rebuild themselves by name (their own class, not a subclass)
+    when they fill in a dtype from the array."""
+    if type(evolved) is type(codec):
+        return evolved
+    return type(codec)(**evolved.codec_config)
+
+
 def _exact_parameter(value: Any, compute: np.dtype) -> bool:
     """Whether strided reads ``value`` as the reference does: a real Python number that
     rounds once, to a finite number, in the compute type."""
@@ -348,6 +357,9 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
     >>> codec.to_dict()["name"]
     'numcodecs.fixedscaleoffset'
     """
+
+    def evolve_from_array_spec(self, array_spec: ArraySpec) -> FixedScaleOffset:
+        return _evolved_as(self, super().evolve_from_array_spec(array_spec))
 
     @cached_property
     def _encode_plan(self) -> tuple[np.dtype, np.dtype, Any, Any] | None:
@@ -542,6 +554,9 @@ class AsType(_ZarrAsType):
     >>> codec.to_dict()["configuration"]["encode_dtype"]
     '<f2'
     """
+
+    def evolve_from_array_spec(self, array_spec: ArraySpec) -> AsType:
+        return _evolved_as(self, super().evolve_from_array_spec(array_spec))
 
     def _cast(self, chunk: Any, source: str, target: str) -> np.ndarray | None:
         """``chunk`` cast by strided from the config's ``source`` to its ``target`` dtype;

@@ -258,6 +258,19 @@ def _chunks(store) -> dict[str, bytes]:
     return asyncio.run(collect())
 
 
+def test_codecs_stay_strideds_when_zarr_fills_in_the_dtype():
+    """zarr's numcodecs classes rebuild themselves by name when they take a missing dtype from
+    the array; strided's stay strided's (and the array works)."""
+    data = np.linspace(0, 1, 24, dtype=np.float32).reshape(4, 6)
+    for codec in (szarr.FixedScaleOffset(offset=0, scale=100, astype="|u1"),
+                  szarr.AsType(encode_dtype="<f2")):
+        array = zarr.create_array(MemoryStore(), shape=data.shape, dtype="<f4",
+                                  filters=[codec], compressors=None)
+        assert type(array.metadata.codecs[0]) is type(codec)
+        array[...] = data
+        np.testing.assert_allclose(array[...], data, atol=0.006)
+
+
 def test_same_metadata_as_zarr():
     ours, theirs = pair(szarr.FixedScaleOffset, ZarrFixedScaleOffset, offset=1000, scale=10,
                         dtype="<f8", astype="|u1")
