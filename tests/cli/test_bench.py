@@ -287,6 +287,49 @@ def test_hptt_arguments_are_the_copy_as_a_transpose(case: bench_copy.Case) -> No
     assert (case.name == "padded->packed") == (outer is not None)
 
 
+@pytest.fixture(autouse=True)
+def _no_built_hptt(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+                   ) -> None:
+    """The harness's tests run the same whether or not HPTT was built on this machine."""
+    monkeypatch.setenv("STRIDED_HPTT_DIR", str(tmp_path_factory.mktemp("no-hptt")))
+
+
+class FakeHptt:
+    """HPTT's loader interface (supports, plan, close), transposing with numpy."""
+
+    def __init__(self, wrong: bool = False) -> None:
+        self.wrong, self.plans, self.closed = wrong, [], 0
+
+    @staticmethod
+    def supports(dtype: object) -> bool:
+        return np.dtype(dtype) in (np.float32, np.float64)
+
+    def plan(self, a, b, perm, nthreads, outer=None):
+        self.plans.append((perm, nthreads, outer))
+        if self.wrong:
+            return lambda: b.fill(0)
+        return lambda: np.copyto(b, a.transpose(perm))
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_hptt_contender_is_checked_timed_and_freed() -> None:
+    case = bench_copy.CASES_BY_NAME["padded->packed"]
+    fake = FakeHptt()
+    result = bench_copy.run_case(case, "float32", 0.25, threads=2, repeat=1, sample_ms=0.2,
+                                 hptt=fake)
+    assert result.times["hptt"] and fake.closed == 1
+    perm, threads, outer = fake.plans[0]
+    assert perm == (0, 1, 2, 3) and threads == 2 and outer is not None
+    assert "hptt" in bench_copy.format_table([result]).splitlines()[0]
+    bench_copy.run_case(case, "uint8", 0.25, threads=1, repeat=1, sample_ms=0.2, hptt=fake)
+    assert len(fake.plans) == 1                 # uint8: nothing HPTT can run
+    with pytest.raises(AssertionError, match="hptt wrote other bytes"):
+        bench_copy.run_case(bench_copy.CASES_BY_NAME["NCHW->NHWC/C16"], "float32", 0.25,
+                            threads=1, repeat=1, sample_ms=0.2, hptt=FakeHptt(wrong=True))
+
+
 def test_hptt_is_left_out_where_its_loader_is_absent(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("STRIDED_HPTT_DIR", str(tmp_path))
     assert bench_copy.load_hptt() is None
