@@ -664,11 +664,12 @@ cdef int convert_elements(char* dptr, const char* sptr, int nd, const int64_t* s
     _take_params(&P, dst_code, src_code, params, nd, sz, par, count)
     if count == 0:
         return 0
-    # The identity row of the engine's table: a plain cast to the same type is a copy (the
-    # bytes as they are, as numpy's astype to the same dtype; NaN payloads and all). The copy
-    # refuses only what the caller has ruled out (a self-overlapping destination, spans
-    # leaving int64); then it would convert below.
-    if P.stype == P.dtype and P.mode == ST_CVT_PLAIN and copy_elements(
+    # The identity rows of the engine's table: a plain cast to the same type, or between
+    # integer types of one width, is a copy (the bytes as they are, as numpy's astype gives
+    # them: NaN payloads and all, and two's complement wrapping). The copy refuses only what
+    # the caller has ruled out (a self-overlapping destination, spans leaving int64); then it
+    # would convert below.
+    if _bit_copy(&P) and copy_elements(
             dptr, sptr, nd, sz, dst, src, P.dsz, count, nthreads) == 0:
         return 0
     byte_span_leaves_int64(nd, sz, dst, P.dsz, &dlo, &dhi)
@@ -850,6 +851,16 @@ cdef int _refuse_shared_pairs(char** dsts, const char** srcs, int64_t copies, in
     return 0
 
 
+cdef inline bint _bit_copy(const Plan* P) noexcept nogil:
+    """Whether a plan's conversion leaves every element's bytes as they are: a plain cast to
+    the same type, or between integer types (not bool) of the same width, which wraps
+    modulo 2^bits, that is keeps the bits."""
+    if P.mode != ST_CVT_PLAIN:
+        return False
+    return P.stype == P.dtype or (ST_I8 <= P.stype <= ST_U64 and ST_I8 <= P.dtype <= ST_U64
+                                  and P.ssz == P.dsz)
+
+
 cdef int _convert_many(char** dsts, const char** srcs, int64_t copies, int nd,
                        const int64_t* sizes, const int64_t* dst_strides,
                        const int64_t* src_strides, int dst_code, int src_code,
@@ -860,7 +871,7 @@ cdef int _convert_many(char** dsts, const char** srcs, int64_t copies, int nd,
     cdef Plan P
     cdef Tuning T = tuning_now()
     _take_params(&P, dst_code, src_code, params, nd, sizes, par, count)
-    if P.stype == P.dtype and P.mode == ST_CVT_PLAIN:     # the identity row: a copy
+    if _bit_copy(&P):                                     # an identity row: a copy
         return copy_elements_many(dsts, srcs, copies, nd, sizes, dst_strides, src_strides,
                                   P.dsz, nthreads)
     P.nbytes = copies * count * (P.dsz + P.ssz)

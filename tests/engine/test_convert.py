@@ -959,3 +959,35 @@ def test_parameter_scalars_of_any_type(value):
         strided.copyto(out, src, scale=value, shift=value)
         assert_converted_equal(out, affine(src, dst, scale=value, shift=value), src,
                                f"{value!r}: {src.dtype} -> {dst}")
+
+
+_INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("src", _INTEGERS)
+@pytest.mark.parametrize("dst", _INTEGERS)
+def test_integer_casts_of_every_pair_are_numpys_at_every_simd_level(level, src, dst):
+    """Plain casts between integer types: the unit-stride rows of every pair of widths (and
+    the copies of same-width pairs) wrap as numpy's astype does, at every SIMD level, on rows
+    of every length up to 70 at odd byte offsets (vector tails), and on strided rows."""
+    info = np.iinfo(src)
+    edges = np.array([info.min, info.max, 0, 1, -1 if info.min else 2, info.max // 3,
+                      info.min // 3], dtype=object).astype(src)
+    values = np.concatenate([edges, np.random.default_rng(3).integers(
+        info.min, info.max, 200, dtype=src, endpoint=True)])
+    raw = np.zeros(values.nbytes + 16, np.uint8)
+    x = raw[1:1 + values.nbytes].view(src)          # at an odd address
+    x[...] = values
+    old = _copy._simd(level)
+    try:
+        for n in (*range(71), 207):
+            out = np.full(n + 2, 99, dst)
+            strided.copyto(out[1:n + 1], x[:n], casting="unsafe")
+            assert np.array_equal(out[1:n + 1], x[:n].astype(dst)), (n, old)
+            assert out[0] == 99 and out[n + 1] == 99
+        strided_out = np.zeros(100, dst)
+        strided.copyto(strided_out[::2], x[:100:2], casting="unsafe")
+        assert np.array_equal(strided_out[::2], x[:100:2].astype(dst))
+    finally:
+        _copy._simd(-1)

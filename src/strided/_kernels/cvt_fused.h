@@ -100,6 +100,53 @@ ST_DEF_PLAINS(base, )
 ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
 #endif
 
+/* Plain casts between integer types of different widths (same-width pairs are copies: the
+ * planner sends them to the copy engine), numpy's values: the C cast of the loaded value,
+ * which widens by sign or zero extension and narrows modulo 2^bits (GCC and Clang define the
+ * signed case so). One row per (source, destination) pair, vectorised by the compiler. */
+#define ST_DEF_INT_TO(SUFFIX, ATTR, TS, SN)                                                   \
+    ST_DEF_PLAIN(st_p_##SN##_i8, SUFFIX, ATTR, TS, SN, int8_t, i8, (int8_t)v)                 \
+    ST_DEF_PLAIN(st_p_##SN##_i16, SUFFIX, ATTR, TS, SN, int16_t, i16, (int16_t)v)             \
+    ST_DEF_PLAIN(st_p_##SN##_i32, SUFFIX, ATTR, TS, SN, int32_t, i32, (int32_t)v)             \
+    ST_DEF_PLAIN(st_p_##SN##_i64, SUFFIX, ATTR, TS, SN, int64_t, i64, (int64_t)v)             \
+    ST_DEF_PLAIN(st_p_##SN##_u8, SUFFIX, ATTR, TS, SN, uint8_t, u8, (uint8_t)v)               \
+    ST_DEF_PLAIN(st_p_##SN##_u16, SUFFIX, ATTR, TS, SN, uint16_t, u16, (uint16_t)v)           \
+    ST_DEF_PLAIN(st_p_##SN##_u32, SUFFIX, ATTR, TS, SN, uint32_t, u32, (uint32_t)v)           \
+    ST_DEF_PLAIN(st_p_##SN##_u64, SUFFIX, ATTR, TS, SN, uint64_t, u64, (uint64_t)v)
+#define ST_DEF_INTS(SUFFIX, ATTR)                                                             \
+    ST_DEF_INT_TO(SUFFIX, ATTR, int8_t, i8)                                                   \
+    ST_DEF_INT_TO(SUFFIX, ATTR, int16_t, i16)                                                 \
+    ST_DEF_INT_TO(SUFFIX, ATTR, int32_t, i32)                                                 \
+    ST_DEF_INT_TO(SUFFIX, ATTR, int64_t, i64)                                                 \
+    ST_DEF_INT_TO(SUFFIX, ATTR, uint8_t, u8)                                                  \
+    ST_DEF_INT_TO(SUFFIX, ATTR, uint16_t, u16)                                                \
+    ST_DEF_INT_TO(SUFFIX, ATTR, uint32_t, u32)                                                \
+    ST_DEF_INT_TO(SUFFIX, ATTR, uint64_t, u64)
+
+ST_DEF_INTS(base, )
+#if ST_X86_GNU
+ST_DEF_INTS(avx2, __attribute__((target("avx2"))))
+#endif
+
+/* The row of a plain cast from integer type s to integer type d (ST_I8..ST_U64, in the
+ * order of types.h), at a SIMD level: [avx2][s - ST_I8][d - ST_I8]. */
+#define ST_INT_ROW(SUFFIX, SN)                                                                \
+    {st_p_##SN##_i8_##SUFFIX, st_p_##SN##_i16_##SUFFIX, st_p_##SN##_i32_##SUFFIX,             \
+     st_p_##SN##_i64_##SUFFIX, st_p_##SN##_u8_##SUFFIX, st_p_##SN##_u16_##SUFFIX,             \
+     st_p_##SN##_u32_##SUFFIX, st_p_##SN##_u64_##SUFFIX}
+#define ST_INT_TABLE(SUFFIX)                                                                  \
+    {ST_INT_ROW(SUFFIX, i8), ST_INT_ROW(SUFFIX, i16), ST_INT_ROW(SUFFIX, i32),                \
+     ST_INT_ROW(SUFFIX, i64), ST_INT_ROW(SUFFIX, u8), ST_INT_ROW(SUFFIX, u16),                \
+     ST_INT_ROW(SUFFIX, u32), ST_INT_ROW(SUFFIX, u64)}
+static st_fused_fn const st_int_rows[2][8][8] = {
+    ST_INT_TABLE(base),
+#if ST_X86_GNU
+    ST_INT_TABLE(avx2),
+#else
+    ST_INT_TABLE(base),
+#endif
+};
+
 #define ST_DEF_FUSED(SUFFIX, ATTR)                                                            \
     ATTR static void st_u8_f32_##SUFFIX(char *d, const char *s, st_idx n, const void *scale, \
                                         const void *shift, st_idx ps)                        \
