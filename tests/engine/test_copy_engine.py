@@ -1209,3 +1209,37 @@ def test_transposes_on_threads_with_small_stacks():
         print(results)
     """)
     assert out.strip() == "[True, True, True]"
+
+
+# ---- long rows at a short distance modulo 4096 ------------------------------------------------
+
+
+def _at_distance(n, gap, dtype=np.uint8):
+    """(src, dst, buffer): a fresh source of n items and a destination view into a larger
+    buffer whose first byte is ``gap`` bytes past the source's, modulo 4096."""
+    src = np.arange(n, dtype=np.int64).astype(dtype)
+    buffer = np.full(n * np.dtype(dtype).itemsize + 3 * 4096, 0xA5, np.uint8)
+    offset = (src.ctypes.data + gap - buffer.ctypes.data - 4096) % 4096 + 4096
+    dst = buffer[offset:offset + src.nbytes].view(dtype)
+    assert (dst.ctypes.data - src.ctypes.data) % 4096 == gap
+    return src, dst, buffer, offset
+
+
+@pytest.mark.parametrize("gap", [0, 1, 8, 15, 16, 17, 31, 32, 48, 63, 64, 4095])
+@pytest.mark.parametrize("n", [64, 65, 513, 1000, 4097, 70001])
+def test_long_rows_at_every_short_distance_modulo_4096(gap, n):
+    """Rows over 512 bytes go to memcpy, except a destination 1-63 bytes past the source
+    modulo 4096 (where glibc's rep movsb crawls on AMD): those take the engine's own vector
+    rounds and tail. Same bytes, nothing written around the destination."""
+    src, dst, buffer, offset = _at_distance(n, gap)
+    strided.copyto(dst, src, num_threads=1)
+    assert np.array_equal(dst, src)
+    assert (buffer[:offset] == 0xA5).all() and (buffer[offset + n:] == 0xA5).all()
+    # the same rows as the columns of a 2-D copy (blocks.h's row walk) and as a cast
+    src2, dst2, buffer2, offset2 = _at_distance(2 * n, gap, np.int16)
+    strided.copyto(dst2.reshape(2, n), src2.reshape(2, n), num_threads=1)
+    assert np.array_equal(dst2, src2)
+    assert (buffer2[:offset2] == 0xA5).all() and (buffer2[offset2 + 4 * n:] == 0xA5).all()
+    dst[...] = 0
+    strided.copyto(dst, src.view(np.int8), casting="unsafe", num_threads=1)
+    assert np.array_equal(dst, src.view(np.int8).astype(np.uint8))

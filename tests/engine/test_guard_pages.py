@@ -205,3 +205,35 @@ def test_image_planes_rows_of_every_width_stay_inside():
     """, timeout=900)
     assert "convert/planes" in out, out
     assert out.strip().splitlines()[-1] == "problems 0", out
+
+
+def test_integer_cast_rows_and_long_copies_stay_inside():
+    """The unit-stride rows of plain casts between integer widths (vectorised by the compiler,
+    every SIMD level), lengths 1..40 and 129, widening and narrowing both ways; and long
+    contiguous copies (rows over 512 bytes, memcpy's or the engine's own vector rounds),
+    against the guard pages."""
+    out = run_isolated("""
+        from guarded import CONVERT_TUNES, Case, run_case
+        from strided import _copy
+
+        pairs = [("int16", "int32"), ("int64", "int8"), ("uint8", "uint64"),
+                 ("uint32", "int16"), ("int8", "uint16")]
+        problems = []
+        for level in range(_copy._simd() + 1):
+            for src_type, dst_type in pairs:
+                for n in (*range(1, 41), 129):
+                    case = Case((n,), (1,), (1,), dst_type=dst_type, src_type=src_type,
+                                level=level, convert_tune=CONVERT_TUNES["default"],
+                                label="integer cast row")
+                    problem = run_case(case)
+                    if problem:
+                        problems.append(f"{case.describe()}: {problem}")
+            for n in (513, 1000, 4097, 20001):
+                case = Case((n,), (1,), (1,), itemsize=1, level=level, label="long row")
+                problem = run_case(case)
+                if problem:
+                    problems.append(f"{case.describe()}: {problem}")
+        print(*problems[:10], sep="\\n")
+        print("problems", len(problems))
+    """, timeout=900)
+    assert out.strip().splitlines()[-1] == "problems 0", out

@@ -83,7 +83,8 @@ static void NAME(char *dst, st_idx dp, st_idx dq, const char *src, st_idx sp, st
     } else if (R > 1 && dp == 1 && sp == 1) {                                                 \
         /* the rows are the unit-stride dim on both sides: walk them innermost */            \
         for (c = 0; c < C; c++)                                                               \
-            memcpy(d + c * dq, s + c * sq, (size_t)R * sizeof(T));                            \
+            st_memcpy((char *)(d + c * dq), (const char *)(s + c * sq),                      \
+                      (size_t)R * sizeof(T));                                                 \
     } else {                                                                                  \
         for (r = 0; r < R; r++) {                                                             \
             T *o = d + r * dp;                                                                \
