@@ -961,33 +961,55 @@ def test_parameter_scalars_of_any_type(value):
                                f"{value!r}: {src.dtype} -> {dst}")
 
 
-_INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+_REALS = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64"]
 
 
-@pytest.mark.parametrize("level", [0, 1, 2])
-@pytest.mark.parametrize("src", _INTEGERS)
-@pytest.mark.parametrize("dst", _INTEGERS)
-def test_integer_casts_of_every_pair_are_numpys_at_every_simd_level(level, src, dst):
-    """Plain casts between integer types: the unit-stride rows of every pair of widths (and
-    the copies of same-width pairs) wrap as numpy's astype does, at every SIMD level, on rows
-    of every length up to 70 at odd byte offsets (vector tails), and on strided rows."""
+def _edge_values(src):
+    """Values of type ``src`` at the edges of every real type's range (and NaN, infinities,
+    halves and ties for float sources), then random ones."""
+    rng = np.random.default_rng(3)
+    if src == "bool":
+        return rng.integers(0, 2, 240).astype(bool)
+    if np.dtype(src).kind == "f":
+        edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 0.99, -0.99, 1.5, -1.5, 127.5,
+                 128.0, -128.0, -128.5, -129.0, 255.5, 256.0, 32767.5, 32768.0, -32769.0,
+                 65535.5, 65536.0, 2.0**31, -2.0**31, -2.0**31 - 1, 2.0**32, 2.0**63, -2.0**63,
+                 2.0**64, 1e30, -1e30]
+        random = rng.standard_normal(200) * 10.0 ** rng.integers(0, 12, 200)
+        return np.concatenate([edges, random]).astype(src)
     info = np.iinfo(src)
     edges = np.array([info.min, info.max, 0, 1, -1 if info.min else 2, info.max // 3,
                       info.min // 3], dtype=object).astype(src)
-    values = np.concatenate([edges, np.random.default_rng(3).integers(
-        info.min, info.max, 200, dtype=src, endpoint=True)])
+    return np.concatenate([edges, rng.integers(info.min, info.max, 200, dtype=src,
+                                               endpoint=True)])
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("src", _REALS)
+@pytest.mark.parametrize("dst", _REALS)
+def test_real_casts_of_every_pair_are_the_oracles_at_every_simd_level(level, src, dst):
+    """Plain casts between the real types: the unit-stride rows of every pair (and the
+    copies of same-width integer pairs) give the oracle's values (numpy's astype where numpy
+    defines them; truncation, saturation and NaN -> 0 for floats out of an integer's range),
+    at every SIMD level, on rows of every length up to 70 at odd byte offsets (vector tails)
+    and on strided rows."""
+    values = _edge_values(src)
     raw = np.zeros(values.nbytes + 16, np.uint8)
     x = raw[1:1 + values.nbytes].view(src)          # at an odd address
     x[...] = values
+    want = cast(x, dst)
     old = _copy._simd(level)
     try:
-        for n in (*range(71), 207):
-            out = np.full(n + 2, 99, dst)
+        for n in (*range(71), len(values)):
+            out = np.zeros(n + 2, dst)
+            out[0] = out[-1] = 1
             strided.copyto(out[1:n + 1], x[:n], casting="unsafe")
-            assert np.array_equal(out[1:n + 1], x[:n].astype(dst)), (n, old)
-            assert out[0] == 99 and out[n + 1] == 99
-        strided_out = np.zeros(100, dst)
-        strided.copyto(strided_out[::2], x[:100:2], casting="unsafe")
-        assert np.array_equal(strided_out[::2], x[:100:2].astype(dst))
+            assert np.array_equal(out[1:n + 1], want[:n], equal_nan=dst.startswith("f")), \
+                (n, old)
+            assert out[0] == 1 and out[n + 1] == 1
+        spaced = np.zeros(100, dst)
+        strided.copyto(spaced[::2], x[:100:2], casting="unsafe")
+        assert np.array_equal(spaced[::2], want[:100:2], equal_nan=dst.startswith("f"))
     finally:
         _copy._simd(-1)

@@ -207,8 +207,8 @@ def test_image_planes_rows_of_every_width_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
-def test_integer_cast_rows_and_long_copies_stay_inside():
-    """The unit-stride rows of plain casts between integer widths (vectorised by the compiler,
+def test_real_cast_rows_and_long_copies_stay_inside():
+    """The unit-stride rows of plain casts between real types (vectorised by the compiler,
     every SIMD level), lengths 1..40 and 129, widening and narrowing both ways; and long
     contiguous copies (rows over 512 bytes, memcpy's or the engine's own vector rounds),
     against the guard pages."""
@@ -217,14 +217,16 @@ def test_integer_cast_rows_and_long_copies_stay_inside():
         from strided import _copy
 
         pairs = [("int16", "int32"), ("int64", "int8"), ("uint8", "uint64"),
-                 ("uint32", "int16"), ("int8", "uint16")]
+                 ("uint32", "int16"), ("int8", "uint16"), ("float64", "uint8"),
+                 ("float32", "int32"), ("bool", "float64"), ("float32", "bool"),
+                 ("int64", "float32")]
         problems = []
         for level in range(_copy._simd() + 1):
             for src_type, dst_type in pairs:
                 for n in (*range(1, 41), 129):
                     case = Case((n,), (1,), (1,), dst_type=dst_type, src_type=src_type,
                                 level=level, convert_tune=CONVERT_TUNES["default"],
-                                label="integer cast row")
+                                label="real cast row")
                     problem = run_case(case)
                     if problem:
                         problems.append(f"{case.describe()}: {problem}")

@@ -96,8 +96,6 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
         return NULL;
     }
     if (mode != ST_CVT_PLAIN) return NULL;
-    if (stype >= ST_I8 && stype <= ST_U64 && dtype >= ST_I8 && dtype <= ST_U64)
-        return st_int_rows[wide][stype - ST_I8][dtype - ST_I8];
     if (dtype == ST_F32) {
         if (stype == ST_U8) ST_PICK(st_p_u8_f32);
         if (stype == ST_I8) ST_PICK(st_p_i8_f32);
@@ -126,6 +124,8 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
     if (stype == ST_F16 && dtype == ST_F32) return st_f16_f32_base;
 #endif
 #undef ST_PICK
+    if (stype < ST_NTYPES && dtype < ST_NTYPES)
+        return st_real_rows[wide][stype][dtype];   /* the other real pairs, or NULL */
     return NULL;
 }
 

@@ -100,50 +100,168 @@ ST_DEF_PLAINS(base, )
 ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
 #endif
 
-/* Plain casts between integer types of different widths (same-width pairs are copies: the
- * planner sends them to the copy engine), numpy's values: the C cast of the loaded value,
- * which widens by sign or zero extension and narrows modulo 2^bits (GCC and Clang define the
- * signed case so). One row per (source, destination) pair, vectorised by the compiler. */
-#define ST_DEF_INT_TO(SUFFIX, ATTR, TS, SN)                                                   \
-    ST_DEF_PLAIN(st_p_##SN##_i8, SUFFIX, ATTR, TS, SN, int8_t, i8, (int8_t)v)                 \
-    ST_DEF_PLAIN(st_p_##SN##_i16, SUFFIX, ATTR, TS, SN, int16_t, i16, (int16_t)v)             \
-    ST_DEF_PLAIN(st_p_##SN##_i32, SUFFIX, ATTR, TS, SN, int32_t, i32, (int32_t)v)             \
-    ST_DEF_PLAIN(st_p_##SN##_i64, SUFFIX, ATTR, TS, SN, int64_t, i64, (int64_t)v)             \
-    ST_DEF_PLAIN(st_p_##SN##_u8, SUFFIX, ATTR, TS, SN, uint8_t, u8, (uint8_t)v)               \
-    ST_DEF_PLAIN(st_p_##SN##_u16, SUFFIX, ATTR, TS, SN, uint16_t, u16, (uint16_t)v)           \
-    ST_DEF_PLAIN(st_p_##SN##_u32, SUFFIX, ATTR, TS, SN, uint32_t, u32, (uint32_t)v)           \
-    ST_DEF_PLAIN(st_p_##SN##_u64, SUFFIX, ATTR, TS, SN, uint64_t, u64, (uint64_t)v)
-#define ST_DEF_INTS(SUFFIX, ATTR)                                                             \
-    ST_DEF_INT_TO(SUFFIX, ATTR, int8_t, i8)                                                   \
-    ST_DEF_INT_TO(SUFFIX, ATTR, int16_t, i16)                                                 \
-    ST_DEF_INT_TO(SUFFIX, ATTR, int32_t, i32)                                                 \
-    ST_DEF_INT_TO(SUFFIX, ATTR, int64_t, i64)                                                 \
-    ST_DEF_INT_TO(SUFFIX, ATTR, uint8_t, u8)                                                  \
-    ST_DEF_INT_TO(SUFFIX, ATTR, uint16_t, u16)                                                \
-    ST_DEF_INT_TO(SUFFIX, ATTR, uint32_t, u32)                                                \
-    ST_DEF_INT_TO(SUFFIX, ATTR, uint64_t, u64)
+/* Plain casts of a unit-stride row between the real types (bool, the integers, float32,
+ * float64) that have no row of their own above: numpy's values, in one tight loop per pair,
+ * which the compiler vectorises where the target has the instructions (widening, narrowing,
+ * int <-> float). Integers wrap modulo 2^bits (the C cast: GCC and Clang define the signed
+ * case so); floats truncate toward zero, saturate outside the type's range and map NaN to 0
+ * (st_sat_*: st_trunc_*'s values, written as one expression); bool is x != 0 either way.
+ * The planner sends same-width integer pairs to the copy engine (their bits do not change). */
+static inline int8_t st_sat_i8(double d)
+{ return d != d ? 0 : d >= 128.0 ? INT8_MAX : d <= -128.0 ? INT8_MIN : (int8_t)(int32_t)d; }
+static inline int16_t st_sat_i16(double d)
+{ return d != d ? 0 : d >= 32768.0 ? INT16_MAX : d <= -32768.0 ? INT16_MIN
+                                                                 : (int16_t)(int32_t)d; }
+static inline int32_t st_sat_i32(double d)
+{ return d != d ? 0 : d >= 0x1p31 ? INT32_MAX : d <= -0x1p31 ? INT32_MIN : (int32_t)d; }
+static inline int64_t st_sat_i64(double d)
+{ return d != d ? 0 : d >= 0x1p63 ? INT64_MAX : d <= -0x1p63 ? INT64_MIN : (int64_t)d; }
+static inline uint8_t st_sat_u8(double d)
+{ return d != d || d <= 0 ? 0 : d >= 256.0 ? UINT8_MAX : (uint8_t)(int32_t)d; }
+static inline uint16_t st_sat_u16(double d)
+{ return d != d || d <= 0 ? 0 : d >= 65536.0 ? UINT16_MAX : (uint16_t)(int32_t)d; }
+static inline uint32_t st_sat_u32(double d)
+{ return d != d || d <= 0 ? 0 : d >= 0x1p32 ? UINT32_MAX : (uint32_t)(int64_t)d; }
+static inline uint64_t st_sat_u64(double d)
+{ return d != d || d <= 0 ? 0 : d >= 0x1p64 ? UINT64_MAX : (uint64_t)d; }
 
-ST_DEF_INTS(base, )
+#define ST_DEF_REALS(SUFFIX, ATTR) \
+    ST_DEF_PLAIN(st_r_b_i8, SUFFIX, ATTR, uint8_t, u8, int8_t, i8, (int8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_i16, SUFFIX, ATTR, uint8_t, u8, int16_t, i16, (int16_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_i32, SUFFIX, ATTR, uint8_t, u8, int32_t, i32, (int32_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_i64, SUFFIX, ATTR, uint8_t, u8, int64_t, i64, (int64_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_u8, SUFFIX, ATTR, uint8_t, u8, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_u16, SUFFIX, ATTR, uint8_t, u8, uint16_t, u16, (uint16_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_u32, SUFFIX, ATTR, uint8_t, u8, uint32_t, u32, (uint32_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_u64, SUFFIX, ATTR, uint8_t, u8, uint64_t, u64, (uint64_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)(v != 0)) \
+    ST_DEF_PLAIN(st_r_b_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)(v != 0)) \
+    ST_DEF_PLAIN(st_r_i8_b, SUFFIX, ATTR, int8_t, i8, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_i8_i16, SUFFIX, ATTR, int8_t, i8, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_i8_i32, SUFFIX, ATTR, int8_t, i8, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_i8_i64, SUFFIX, ATTR, int8_t, i8, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_i8_u8, SUFFIX, ATTR, int8_t, i8, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_i8_u16, SUFFIX, ATTR, int8_t, i8, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_i8_u32, SUFFIX, ATTR, int8_t, i8, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_i8_u64, SUFFIX, ATTR, int8_t, i8, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_i8_f32, SUFFIX, ATTR, int8_t, i8, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_i8_f64, SUFFIX, ATTR, int8_t, i8, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_i16_b, SUFFIX, ATTR, int16_t, i16, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_i16_i8, SUFFIX, ATTR, int16_t, i16, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_i16_i32, SUFFIX, ATTR, int16_t, i16, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_i16_i64, SUFFIX, ATTR, int16_t, i16, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_i16_u8, SUFFIX, ATTR, int16_t, i16, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_i16_u16, SUFFIX, ATTR, int16_t, i16, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_i16_u32, SUFFIX, ATTR, int16_t, i16, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_i16_u64, SUFFIX, ATTR, int16_t, i16, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_i16_f32, SUFFIX, ATTR, int16_t, i16, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_i16_f64, SUFFIX, ATTR, int16_t, i16, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_i32_b, SUFFIX, ATTR, int32_t, i32, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_i32_i8, SUFFIX, ATTR, int32_t, i32, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_i32_i16, SUFFIX, ATTR, int32_t, i32, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_i32_i64, SUFFIX, ATTR, int32_t, i32, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_i32_u8, SUFFIX, ATTR, int32_t, i32, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_i32_u16, SUFFIX, ATTR, int32_t, i32, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_i32_u32, SUFFIX, ATTR, int32_t, i32, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_i32_u64, SUFFIX, ATTR, int32_t, i32, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_i32_f32, SUFFIX, ATTR, int32_t, i32, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_i32_f64, SUFFIX, ATTR, int32_t, i32, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_i64_b, SUFFIX, ATTR, int64_t, i64, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_i64_i8, SUFFIX, ATTR, int64_t, i64, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_i64_i16, SUFFIX, ATTR, int64_t, i64, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_i64_i32, SUFFIX, ATTR, int64_t, i64, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_i64_u8, SUFFIX, ATTR, int64_t, i64, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_i64_u16, SUFFIX, ATTR, int64_t, i64, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_i64_u32, SUFFIX, ATTR, int64_t, i64, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_i64_u64, SUFFIX, ATTR, int64_t, i64, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_i64_f32, SUFFIX, ATTR, int64_t, i64, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_i64_f64, SUFFIX, ATTR, int64_t, i64, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_u8_b, SUFFIX, ATTR, uint8_t, u8, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_u8_i8, SUFFIX, ATTR, uint8_t, u8, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_u8_i16, SUFFIX, ATTR, uint8_t, u8, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_u8_i32, SUFFIX, ATTR, uint8_t, u8, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_u8_i64, SUFFIX, ATTR, uint8_t, u8, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_u8_u16, SUFFIX, ATTR, uint8_t, u8, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_u8_u32, SUFFIX, ATTR, uint8_t, u8, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_u8_u64, SUFFIX, ATTR, uint8_t, u8, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_u8_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_u8_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_u16_b, SUFFIX, ATTR, uint16_t, u16, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_u16_i8, SUFFIX, ATTR, uint16_t, u16, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_u16_i16, SUFFIX, ATTR, uint16_t, u16, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_u16_i32, SUFFIX, ATTR, uint16_t, u16, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_u16_i64, SUFFIX, ATTR, uint16_t, u16, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_u16_u8, SUFFIX, ATTR, uint16_t, u16, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_u16_u32, SUFFIX, ATTR, uint16_t, u16, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_u16_u64, SUFFIX, ATTR, uint16_t, u16, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_u16_f32, SUFFIX, ATTR, uint16_t, u16, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_u16_f64, SUFFIX, ATTR, uint16_t, u16, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_u32_b, SUFFIX, ATTR, uint32_t, u32, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_u32_i8, SUFFIX, ATTR, uint32_t, u32, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_u32_i16, SUFFIX, ATTR, uint32_t, u32, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_u32_i32, SUFFIX, ATTR, uint32_t, u32, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_u32_i64, SUFFIX, ATTR, uint32_t, u32, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_u32_u8, SUFFIX, ATTR, uint32_t, u32, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_u32_u16, SUFFIX, ATTR, uint32_t, u32, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_u32_u64, SUFFIX, ATTR, uint32_t, u32, uint64_t, u64, (uint64_t)v) \
+    ST_DEF_PLAIN(st_r_u32_f32, SUFFIX, ATTR, uint32_t, u32, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_u32_f64, SUFFIX, ATTR, uint32_t, u32, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_u64_b, SUFFIX, ATTR, uint64_t, u64, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_u64_i8, SUFFIX, ATTR, uint64_t, u64, int8_t, i8, (int8_t)v) \
+    ST_DEF_PLAIN(st_r_u64_i16, SUFFIX, ATTR, uint64_t, u64, int16_t, i16, (int16_t)v) \
+    ST_DEF_PLAIN(st_r_u64_i32, SUFFIX, ATTR, uint64_t, u64, int32_t, i32, (int32_t)v) \
+    ST_DEF_PLAIN(st_r_u64_i64, SUFFIX, ATTR, uint64_t, u64, int64_t, i64, (int64_t)v) \
+    ST_DEF_PLAIN(st_r_u64_u8, SUFFIX, ATTR, uint64_t, u64, uint8_t, u8, (uint8_t)v) \
+    ST_DEF_PLAIN(st_r_u64_u16, SUFFIX, ATTR, uint64_t, u64, uint16_t, u16, (uint16_t)v) \
+    ST_DEF_PLAIN(st_r_u64_u32, SUFFIX, ATTR, uint64_t, u64, uint32_t, u32, (uint32_t)v) \
+    ST_DEF_PLAIN(st_r_u64_f32, SUFFIX, ATTR, uint64_t, u64, float, f32, (float)v) \
+    ST_DEF_PLAIN(st_r_u64_f64, SUFFIX, ATTR, uint64_t, u64, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_f32_b, SUFFIX, ATTR, float, f32, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_f32_i8, SUFFIX, ATTR, float, f32, int8_t, i8, st_sat_i8((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_i16, SUFFIX, ATTR, float, f32, int16_t, i16, st_sat_i16((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_i32, SUFFIX, ATTR, float, f32, int32_t, i32, st_sat_i32((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_i64, SUFFIX, ATTR, float, f32, int64_t, i64, st_sat_i64((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_u8, SUFFIX, ATTR, float, f32, uint8_t, u8, st_sat_u8((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_u16, SUFFIX, ATTR, float, f32, uint16_t, u16, st_sat_u16((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_u32, SUFFIX, ATTR, float, f32, uint32_t, u32, st_sat_u32((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_u64, SUFFIX, ATTR, float, f32, uint64_t, u64, st_sat_u64((double)v)) \
+    ST_DEF_PLAIN(st_r_f32_f64, SUFFIX, ATTR, float, f32, double, f64, (double)v) \
+    ST_DEF_PLAIN(st_r_f64_b, SUFFIX, ATTR, double, f64, uint8_t, u8, (uint8_t)(v != 0)) \
+    ST_DEF_PLAIN(st_r_f64_i8, SUFFIX, ATTR, double, f64, int8_t, i8, st_sat_i8((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_i16, SUFFIX, ATTR, double, f64, int16_t, i16, st_sat_i16((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_i32, SUFFIX, ATTR, double, f64, int32_t, i32, st_sat_i32((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_i64, SUFFIX, ATTR, double, f64, int64_t, i64, st_sat_i64((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_u8, SUFFIX, ATTR, double, f64, uint8_t, u8, st_sat_u8((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_u16, SUFFIX, ATTR, double, f64, uint16_t, u16, st_sat_u16((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_u32, SUFFIX, ATTR, double, f64, uint32_t, u32, st_sat_u32((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_u64, SUFFIX, ATTR, double, f64, uint64_t, u64, st_sat_u64((double)v)) \
+    ST_DEF_PLAIN(st_r_f64_f32, SUFFIX, ATTR, double, f64, float, f32, (float)v)
+
+ST_DEF_REALS(base, )
 #if ST_X86_GNU
-ST_DEF_INTS(avx2, __attribute__((target("avx2"))))
+ST_DEF_REALS(avx2, __attribute__((target("avx2"))))
 #endif
 
-/* The row of a plain cast from integer type s to integer type d (ST_I8..ST_U64, in the
- * order of types.h), at a SIMD level: [avx2][s - ST_I8][d - ST_I8]. */
-#define ST_INT_ROW(SUFFIX, SN)                                                                \
-    {st_p_##SN##_i8_##SUFFIX, st_p_##SN##_i16_##SUFFIX, st_p_##SN##_i32_##SUFFIX,             \
-     st_p_##SN##_i64_##SUFFIX, st_p_##SN##_u8_##SUFFIX, st_p_##SN##_u16_##SUFFIX,             \
-     st_p_##SN##_u32_##SUFFIX, st_p_##SN##_u64_##SUFFIX}
-#define ST_INT_TABLE(SUFFIX)                                                                  \
-    {ST_INT_ROW(SUFFIX, i8), ST_INT_ROW(SUFFIX, i16), ST_INT_ROW(SUFFIX, i32),                \
-     ST_INT_ROW(SUFFIX, i64), ST_INT_ROW(SUFFIX, u8), ST_INT_ROW(SUFFIX, u16),                \
-     ST_INT_ROW(SUFFIX, u32), ST_INT_ROW(SUFFIX, u64)}
-static st_fused_fn const st_int_rows[2][8][8] = {
-    ST_INT_TABLE(base),
+/* The row of a plain cast between real types s and d (type codes, types.h), at a SIMD level:
+ * [avx2][s][d], NULL where there is none (the same type, float16, bfloat16, complex). */
+#define ST_REAL_TABLE(SUFFIX) { \
+    [ST_BOOL] = {[ST_I8] = st_r_b_i8_##SUFFIX, [ST_I16] = st_r_b_i16_##SUFFIX, [ST_I32] = st_r_b_i32_##SUFFIX, [ST_I64] = st_r_b_i64_##SUFFIX, [ST_U8] = st_r_b_u8_##SUFFIX, [ST_U16] = st_r_b_u16_##SUFFIX, [ST_U32] = st_r_b_u32_##SUFFIX, [ST_U64] = st_r_b_u64_##SUFFIX, [ST_F32] = st_r_b_f32_##SUFFIX, [ST_F64] = st_r_b_f64_##SUFFIX}, \
+    [ST_I8] = {[ST_BOOL] = st_r_i8_b_##SUFFIX, [ST_I16] = st_r_i8_i16_##SUFFIX, [ST_I32] = st_r_i8_i32_##SUFFIX, [ST_I64] = st_r_i8_i64_##SUFFIX, [ST_U8] = st_r_i8_u8_##SUFFIX, [ST_U16] = st_r_i8_u16_##SUFFIX, [ST_U32] = st_r_i8_u32_##SUFFIX, [ST_U64] = st_r_i8_u64_##SUFFIX, [ST_F32] = st_r_i8_f32_##SUFFIX, [ST_F64] = st_r_i8_f64_##SUFFIX}, \
+    [ST_I16] = {[ST_BOOL] = st_r_i16_b_##SUFFIX, [ST_I8] = st_r_i16_i8_##SUFFIX, [ST_I32] = st_r_i16_i32_##SUFFIX, [ST_I64] = st_r_i16_i64_##SUFFIX, [ST_U8] = st_r_i16_u8_##SUFFIX, [ST_U16] = st_r_i16_u16_##SUFFIX, [ST_U32] = st_r_i16_u32_##SUFFIX, [ST_U64] = st_r_i16_u64_##SUFFIX, [ST_F32] = st_r_i16_f32_##SUFFIX, [ST_F64] = st_r_i16_f64_##SUFFIX}, \
+    [ST_I32] = {[ST_BOOL] = st_r_i32_b_##SUFFIX, [ST_I8] = st_r_i32_i8_##SUFFIX, [ST_I16] = st_r_i32_i16_##SUFFIX, [ST_I64] = st_r_i32_i64_##SUFFIX, [ST_U8] = st_r_i32_u8_##SUFFIX, [ST_U16] = st_r_i32_u16_##SUFFIX, [ST_U32] = st_r_i32_u32_##SUFFIX, [ST_U64] = st_r_i32_u64_##SUFFIX, [ST_F32] = st_r_i32_f32_##SUFFIX, [ST_F64] = st_r_i32_f64_##SUFFIX}, \
+    [ST_I64] = {[ST_BOOL] = st_r_i64_b_##SUFFIX, [ST_I8] = st_r_i64_i8_##SUFFIX, [ST_I16] = st_r_i64_i16_##SUFFIX, [ST_I32] = st_r_i64_i32_##SUFFIX, [ST_U8] = st_r_i64_u8_##SUFFIX, [ST_U16] = st_r_i64_u16_##SUFFIX, [ST_U32] = st_r_i64_u32_##SUFFIX, [ST_U64] = st_r_i64_u64_##SUFFIX, [ST_F32] = st_r_i64_f32_##SUFFIX, [ST_F64] = st_r_i64_f64_##SUFFIX}, \
+    [ST_U8] = {[ST_BOOL] = st_r_u8_b_##SUFFIX, [ST_I8] = st_r_u8_i8_##SUFFIX, [ST_I16] = st_r_u8_i16_##SUFFIX, [ST_I32] = st_r_u8_i32_##SUFFIX, [ST_I64] = st_r_u8_i64_##SUFFIX, [ST_U16] = st_r_u8_u16_##SUFFIX, [ST_U32] = st_r_u8_u32_##SUFFIX, [ST_U64] = st_r_u8_u64_##SUFFIX, [ST_F32] = st_r_u8_f32_##SUFFIX, [ST_F64] = st_r_u8_f64_##SUFFIX}, \
+    [ST_U16] = {[ST_BOOL] = st_r_u16_b_##SUFFIX, [ST_I8] = st_r_u16_i8_##SUFFIX, [ST_I16] = st_r_u16_i16_##SUFFIX, [ST_I32] = st_r_u16_i32_##SUFFIX, [ST_I64] = st_r_u16_i64_##SUFFIX, [ST_U8] = st_r_u16_u8_##SUFFIX, [ST_U32] = st_r_u16_u32_##SUFFIX, [ST_U64] = st_r_u16_u64_##SUFFIX, [ST_F32] = st_r_u16_f32_##SUFFIX, [ST_F64] = st_r_u16_f64_##SUFFIX}, \
+    [ST_U32] = {[ST_BOOL] = st_r_u32_b_##SUFFIX, [ST_I8] = st_r_u32_i8_##SUFFIX, [ST_I16] = st_r_u32_i16_##SUFFIX, [ST_I32] = st_r_u32_i32_##SUFFIX, [ST_I64] = st_r_u32_i64_##SUFFIX, [ST_U8] = st_r_u32_u8_##SUFFIX, [ST_U16] = st_r_u32_u16_##SUFFIX, [ST_U64] = st_r_u32_u64_##SUFFIX, [ST_F32] = st_r_u32_f32_##SUFFIX, [ST_F64] = st_r_u32_f64_##SUFFIX}, \
+    [ST_U64] = {[ST_BOOL] = st_r_u64_b_##SUFFIX, [ST_I8] = st_r_u64_i8_##SUFFIX, [ST_I16] = st_r_u64_i16_##SUFFIX, [ST_I32] = st_r_u64_i32_##SUFFIX, [ST_I64] = st_r_u64_i64_##SUFFIX, [ST_U8] = st_r_u64_u8_##SUFFIX, [ST_U16] = st_r_u64_u16_##SUFFIX, [ST_U32] = st_r_u64_u32_##SUFFIX, [ST_F32] = st_r_u64_f32_##SUFFIX, [ST_F64] = st_r_u64_f64_##SUFFIX}, \
+    [ST_F32] = {[ST_BOOL] = st_r_f32_b_##SUFFIX, [ST_I8] = st_r_f32_i8_##SUFFIX, [ST_I16] = st_r_f32_i16_##SUFFIX, [ST_I32] = st_r_f32_i32_##SUFFIX, [ST_I64] = st_r_f32_i64_##SUFFIX, [ST_U8] = st_r_f32_u8_##SUFFIX, [ST_U16] = st_r_f32_u16_##SUFFIX, [ST_U32] = st_r_f32_u32_##SUFFIX, [ST_U64] = st_r_f32_u64_##SUFFIX, [ST_F64] = st_r_f32_f64_##SUFFIX}, \
+    [ST_F64] = {[ST_BOOL] = st_r_f64_b_##SUFFIX, [ST_I8] = st_r_f64_i8_##SUFFIX, [ST_I16] = st_r_f64_i16_##SUFFIX, [ST_I32] = st_r_f64_i32_##SUFFIX, [ST_I64] = st_r_f64_i64_##SUFFIX, [ST_U8] = st_r_f64_u8_##SUFFIX, [ST_U16] = st_r_f64_u16_##SUFFIX, [ST_U32] = st_r_f64_u32_##SUFFIX, [ST_U64] = st_r_f64_u64_##SUFFIX, [ST_F32] = st_r_f64_f32_##SUFFIX} }
+static st_fused_fn const st_real_rows[2][ST_NTYPES][ST_NTYPES] = {
+    ST_REAL_TABLE(base),
 #if ST_X86_GNU
-    ST_INT_TABLE(avx2),
+    ST_REAL_TABLE(avx2),
 #else
-    ST_INT_TABLE(base),
+    ST_REAL_TABLE(base),
 #endif
 };
 
