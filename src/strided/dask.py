@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import sys
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
@@ -61,11 +62,13 @@ try:
     import dask
     import dask.array as da
     from dask.array.core import PerformanceWarning
-except ImportError as exc:  # the optional extra is not installed
+except ImportError:  # the optional extra is not installed
+    # (no `as` name: it would be a module attribute to type checkers and stubtest, deleted
+    # at run time)
     raise ModuleNotFoundError(
-        f"strided.dask needs dask.array ({exc}): pip install strided[dask]",
-        name=exc.name or "dask",
-    ) from exc
+        f"strided.dask needs dask.array ({sys.exc_info()[1]}): pip install strided[dask]",
+        name=getattr(sys.exc_info()[1], "name", None) or "dask",
+    ) from sys.exc_info()[1]
 
 import strided as st
 from strided import _core

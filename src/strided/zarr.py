@@ -39,6 +39,7 @@ array([0, 4, 8], dtype=uint8)
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -52,12 +53,13 @@ try:
     from zarr.codecs.numcodecs import FixedScaleOffset as _ZarrFixedScaleOffset
     from zarr.core.buffer import cpu as _zarr_cpu
     from zarr.registry import register_codec, register_ndbuffer
-except ImportError as error:  # pragma: no cover - exercised where zarr is absent
-    missing = ModuleNotFoundError(
+except ImportError:  # pragma: no cover - exercised where zarr is absent
+    # (no `as` name: it would be a module attribute to type checkers and stubtest, deleted
+    # at run time; the ImportError is this one's __context__ and __cause__)
+    raise ModuleNotFoundError(
         "strided.zarr needs zarr >= 3.1.3 (and its numcodecs): pip install strided[zarr]",
         name="zarr",
-    )
-    raise missing from error
+    ) from sys.exc_info()[1]
 
 from strided.copy import copyto
 
