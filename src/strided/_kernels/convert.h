@@ -96,22 +96,8 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
         return NULL;
     }
     if (mode != ST_CVT_PLAIN) return NULL;
-    if (dtype == ST_F32) {
-        if (stype == ST_U8) ST_PICK(st_p_u8_f32);
-        if (stype == ST_I8) ST_PICK(st_p_i8_f32);
-        if (stype == ST_U16) ST_PICK(st_p_u16_f32);
-        if (stype == ST_I16) ST_PICK(st_p_i16_f32);
-        if (stype == ST_I32) ST_PICK(st_p_i32_f32);
-        if (stype == ST_F64) ST_PICK(st_p_f64_f32);
-    }
-    if (dtype == ST_F64 && stype == ST_U8) ST_PICK(st_p_u8_f64);
-    if (dtype == ST_F64 && stype == ST_F32) ST_PICK(st_p_f32_f64);
-    if (stype == ST_F32) {
-        if (dtype == ST_U8) ST_PICK(st_p_f32_u8);
-        if (dtype == ST_I8) ST_PICK(st_p_f32_i8);
-        if (dtype == ST_U16) ST_PICK(st_p_f32_u16);
-        if (dtype == ST_I16) ST_PICK(st_p_f32_i16);
-    }
+    if (stype == ST_F32 && dtype == ST_U8) ST_PICK(st_p_f32_u8);
+    if (stype == ST_F32 && dtype == ST_I8) ST_PICK(st_p_f32_i8);
     if (stype == ST_F32 && dtype == ST_BF16) ST_PICK(st_f32_bf16);
     if (stype == ST_BF16 && dtype == ST_F32) ST_PICK(st_bf16_f32);
 #if ST_X86_GNU
@@ -125,7 +111,7 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
 #endif
 #undef ST_PICK
     if (stype < ST_NTYPES && dtype < ST_NTYPES)
-        return st_real_rows[wide][stype][dtype];   /* the other real pairs, or NULL */
+        return st_real_rows[wide][stype][dtype];   /* every other real pair, or NULL */
     return NULL;
 }
 

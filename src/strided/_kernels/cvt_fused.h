@@ -76,37 +76,14 @@
         }                                                                                     \
     }
 
-/* float32 -> a small integer type, truncated toward zero, saturated, NaN -> 0 (the values of
- * st_trunc_*: -1 < v < 0 truncates to 0 either way). */
-#define ST_TRUNC_SAT_F32(v, lo, hi)                                                           \
-    ((v) != (v) ? 0 : (v) <= (lo) ? (int32_t)(lo) : (v) >= (hi) ? (int32_t)(hi) : (int32_t)(v))
-
-#define ST_DEF_PLAINS(SUFFIX, ATTR)                                                           \
-    ST_DEF_PLAIN(st_p_u8_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)v)                \
-    ST_DEF_PLAIN(st_p_i8_f32, SUFFIX, ATTR, int8_t, i8, float, f32, (float)v)                 \
-    ST_DEF_PLAIN(st_p_u16_f32, SUFFIX, ATTR, uint16_t, u16, float, f32, (float)v)             \
-    ST_DEF_PLAIN(st_p_i16_f32, SUFFIX, ATTR, int16_t, i16, float, f32, (float)v)              \
-    ST_DEF_PLAIN(st_p_i32_f32, SUFFIX, ATTR, int32_t, i32, float, f32, (float)v)              \
-    ST_DEF_PLAIN(st_p_u8_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)v)              \
-    ST_DEF_PLAIN(st_p_f32_f64, SUFFIX, ATTR, float, f32, double, f64, (double)v)              \
-    ST_DEF_PLAIN(st_p_f64_f32, SUFFIX, ATTR, double, f64, float, f32, (float)v)               \
-    ST_DEF_PLAIN(st_p_f32_u16, SUFFIX, ATTR, float, f32, uint16_t, u16,                       \
-                 (uint16_t)ST_TRUNC_SAT_F32(v, 0.0f, 65535.0f))                               \
-    ST_DEF_PLAIN(st_p_f32_i16, SUFFIX, ATTR, float, f32, int16_t, i16,                        \
-                 (int16_t)ST_TRUNC_SAT_F32(v, -32768.0f, 32767.0f))
-
-ST_DEF_PLAINS(base, )
-#if ST_X86_GNU
-ST_DEF_PLAINS(avx2, __attribute__((target("avx2"))))
-#endif
-
 /* Plain casts of a unit-stride row between the real types (bool, the integers, float32,
- * float64) that have no row of their own above: numpy's values, in one tight loop per pair,
- * which the compiler vectorises where the target has the instructions (widening, narrowing,
- * int <-> float). Integers wrap modulo 2^bits (the C cast: GCC and Clang define the signed
- * case so); floats truncate toward zero, saturate outside the type's range and map NaN to 0
- * (st_sat_*: st_trunc_*'s values, written as one expression); bool is x != 0 either way.
- * The planner sends same-width integer pairs to the copy engine (their bits do not change). */
+ * float64; float32 -> 8-bit has rows of its own, below): numpy's values, in one tight loop per
+ * pair, which the compiler vectorises where the target has the instructions (widening,
+ * narrowing, int <-> float). Integers wrap modulo 2^bits (the C cast: GCC and Clang define the
+ * signed case so); floats truncate toward zero, saturate outside the type's range and map NaN
+ * to 0 (st_sat_*: st_trunc_*'s values, written as one expression); bool is x != 0 either way.
+ * The planner sends same-type and same-width integer pairs to the copy engine (their bits do
+ * not change); their rows serve only where a copy is refused. */
 static inline int8_t st_sat_i8(double d)
 { return d != d ? 0 : d >= 128.0 ? INT8_MAX : d <= -128.0 ? INT8_MIN : (int8_t)(int32_t)d; }
 static inline int16_t st_sat_i16(double d)
@@ -125,117 +102,41 @@ static inline uint32_t st_sat_u32(double d)
 static inline uint64_t st_sat_u64(double d)
 { return d != d || d <= 0 ? 0 : d >= 0x1p64 ? UINT64_MAX : (uint64_t)d; }
 
-#define ST_DEF_REALS(SUFFIX, ATTR) \
-    ST_DEF_PLAIN(st_r_b_i8, SUFFIX, ATTR, uint8_t, u8, int8_t, i8, (int8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_i16, SUFFIX, ATTR, uint8_t, u8, int16_t, i16, (int16_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_i32, SUFFIX, ATTR, uint8_t, u8, int32_t, i32, (int32_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_i64, SUFFIX, ATTR, uint8_t, u8, int64_t, i64, (int64_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_u8, SUFFIX, ATTR, uint8_t, u8, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_u16, SUFFIX, ATTR, uint8_t, u8, uint16_t, u16, (uint16_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_u32, SUFFIX, ATTR, uint8_t, u8, uint32_t, u32, (uint32_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_u64, SUFFIX, ATTR, uint8_t, u8, uint64_t, u64, (uint64_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)(v != 0)) \
-    ST_DEF_PLAIN(st_r_b_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)(v != 0)) \
-    ST_DEF_PLAIN(st_r_i8_b, SUFFIX, ATTR, int8_t, i8, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_i8_i16, SUFFIX, ATTR, int8_t, i8, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_i8_i32, SUFFIX, ATTR, int8_t, i8, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_i8_i64, SUFFIX, ATTR, int8_t, i8, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_i8_u8, SUFFIX, ATTR, int8_t, i8, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_i8_u16, SUFFIX, ATTR, int8_t, i8, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_i8_u32, SUFFIX, ATTR, int8_t, i8, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_i8_u64, SUFFIX, ATTR, int8_t, i8, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_i8_f32, SUFFIX, ATTR, int8_t, i8, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_i8_f64, SUFFIX, ATTR, int8_t, i8, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_i16_b, SUFFIX, ATTR, int16_t, i16, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_i16_i8, SUFFIX, ATTR, int16_t, i16, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_i16_i32, SUFFIX, ATTR, int16_t, i16, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_i16_i64, SUFFIX, ATTR, int16_t, i16, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_i16_u8, SUFFIX, ATTR, int16_t, i16, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_i16_u16, SUFFIX, ATTR, int16_t, i16, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_i16_u32, SUFFIX, ATTR, int16_t, i16, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_i16_u64, SUFFIX, ATTR, int16_t, i16, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_i16_f32, SUFFIX, ATTR, int16_t, i16, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_i16_f64, SUFFIX, ATTR, int16_t, i16, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_i32_b, SUFFIX, ATTR, int32_t, i32, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_i32_i8, SUFFIX, ATTR, int32_t, i32, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_i32_i16, SUFFIX, ATTR, int32_t, i32, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_i32_i64, SUFFIX, ATTR, int32_t, i32, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_i32_u8, SUFFIX, ATTR, int32_t, i32, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_i32_u16, SUFFIX, ATTR, int32_t, i32, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_i32_u32, SUFFIX, ATTR, int32_t, i32, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_i32_u64, SUFFIX, ATTR, int32_t, i32, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_i32_f32, SUFFIX, ATTR, int32_t, i32, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_i32_f64, SUFFIX, ATTR, int32_t, i32, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_i64_b, SUFFIX, ATTR, int64_t, i64, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_i64_i8, SUFFIX, ATTR, int64_t, i64, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_i64_i16, SUFFIX, ATTR, int64_t, i64, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_i64_i32, SUFFIX, ATTR, int64_t, i64, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_i64_u8, SUFFIX, ATTR, int64_t, i64, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_i64_u16, SUFFIX, ATTR, int64_t, i64, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_i64_u32, SUFFIX, ATTR, int64_t, i64, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_i64_u64, SUFFIX, ATTR, int64_t, i64, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_i64_f32, SUFFIX, ATTR, int64_t, i64, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_i64_f64, SUFFIX, ATTR, int64_t, i64, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_u8_b, SUFFIX, ATTR, uint8_t, u8, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_u8_i8, SUFFIX, ATTR, uint8_t, u8, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_u8_i16, SUFFIX, ATTR, uint8_t, u8, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_u8_i32, SUFFIX, ATTR, uint8_t, u8, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_u8_i64, SUFFIX, ATTR, uint8_t, u8, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_u8_u16, SUFFIX, ATTR, uint8_t, u8, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_u8_u32, SUFFIX, ATTR, uint8_t, u8, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_u8_u64, SUFFIX, ATTR, uint8_t, u8, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_u8_f32, SUFFIX, ATTR, uint8_t, u8, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_u8_f64, SUFFIX, ATTR, uint8_t, u8, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_u16_b, SUFFIX, ATTR, uint16_t, u16, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_u16_i8, SUFFIX, ATTR, uint16_t, u16, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_u16_i16, SUFFIX, ATTR, uint16_t, u16, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_u16_i32, SUFFIX, ATTR, uint16_t, u16, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_u16_i64, SUFFIX, ATTR, uint16_t, u16, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_u16_u8, SUFFIX, ATTR, uint16_t, u16, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_u16_u32, SUFFIX, ATTR, uint16_t, u16, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_u16_u64, SUFFIX, ATTR, uint16_t, u16, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_u16_f32, SUFFIX, ATTR, uint16_t, u16, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_u16_f64, SUFFIX, ATTR, uint16_t, u16, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_u32_b, SUFFIX, ATTR, uint32_t, u32, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_u32_i8, SUFFIX, ATTR, uint32_t, u32, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_u32_i16, SUFFIX, ATTR, uint32_t, u32, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_u32_i32, SUFFIX, ATTR, uint32_t, u32, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_u32_i64, SUFFIX, ATTR, uint32_t, u32, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_u32_u8, SUFFIX, ATTR, uint32_t, u32, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_u32_u16, SUFFIX, ATTR, uint32_t, u32, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_u32_u64, SUFFIX, ATTR, uint32_t, u32, uint64_t, u64, (uint64_t)v) \
-    ST_DEF_PLAIN(st_r_u32_f32, SUFFIX, ATTR, uint32_t, u32, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_u32_f64, SUFFIX, ATTR, uint32_t, u32, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_u64_b, SUFFIX, ATTR, uint64_t, u64, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_u64_i8, SUFFIX, ATTR, uint64_t, u64, int8_t, i8, (int8_t)v) \
-    ST_DEF_PLAIN(st_r_u64_i16, SUFFIX, ATTR, uint64_t, u64, int16_t, i16, (int16_t)v) \
-    ST_DEF_PLAIN(st_r_u64_i32, SUFFIX, ATTR, uint64_t, u64, int32_t, i32, (int32_t)v) \
-    ST_DEF_PLAIN(st_r_u64_i64, SUFFIX, ATTR, uint64_t, u64, int64_t, i64, (int64_t)v) \
-    ST_DEF_PLAIN(st_r_u64_u8, SUFFIX, ATTR, uint64_t, u64, uint8_t, u8, (uint8_t)v) \
-    ST_DEF_PLAIN(st_r_u64_u16, SUFFIX, ATTR, uint64_t, u64, uint16_t, u16, (uint16_t)v) \
-    ST_DEF_PLAIN(st_r_u64_u32, SUFFIX, ATTR, uint64_t, u64, uint32_t, u32, (uint32_t)v) \
-    ST_DEF_PLAIN(st_r_u64_f32, SUFFIX, ATTR, uint64_t, u64, float, f32, (float)v) \
-    ST_DEF_PLAIN(st_r_u64_f64, SUFFIX, ATTR, uint64_t, u64, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_f32_b, SUFFIX, ATTR, float, f32, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_f32_i8, SUFFIX, ATTR, float, f32, int8_t, i8, st_sat_i8((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_i16, SUFFIX, ATTR, float, f32, int16_t, i16, st_sat_i16((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_i32, SUFFIX, ATTR, float, f32, int32_t, i32, st_sat_i32((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_i64, SUFFIX, ATTR, float, f32, int64_t, i64, st_sat_i64((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_u8, SUFFIX, ATTR, float, f32, uint8_t, u8, st_sat_u8((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_u16, SUFFIX, ATTR, float, f32, uint16_t, u16, st_sat_u16((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_u32, SUFFIX, ATTR, float, f32, uint32_t, u32, st_sat_u32((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_u64, SUFFIX, ATTR, float, f32, uint64_t, u64, st_sat_u64((double)v)) \
-    ST_DEF_PLAIN(st_r_f32_f64, SUFFIX, ATTR, float, f32, double, f64, (double)v) \
-    ST_DEF_PLAIN(st_r_f64_b, SUFFIX, ATTR, double, f64, uint8_t, u8, (uint8_t)(v != 0)) \
-    ST_DEF_PLAIN(st_r_f64_i8, SUFFIX, ATTR, double, f64, int8_t, i8, st_sat_i8((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_i16, SUFFIX, ATTR, double, f64, int16_t, i16, st_sat_i16((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_i32, SUFFIX, ATTR, double, f64, int32_t, i32, st_sat_i32((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_i64, SUFFIX, ATTR, double, f64, int64_t, i64, st_sat_i64((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_u8, SUFFIX, ATTR, double, f64, uint8_t, u8, st_sat_u8((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_u16, SUFFIX, ATTR, double, f64, uint16_t, u16, st_sat_u16((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_u32, SUFFIX, ATTR, double, f64, uint32_t, u32, st_sat_u32((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_u64, SUFFIX, ATTR, double, f64, uint64_t, u64, st_sat_u64((double)v)) \
-    ST_DEF_PLAIN(st_r_f64_f32, SUFFIX, ATTR, double, f64, float, f32, (float)v)
+/* The real types, each as (type code, name, C type, load/store name, kind): B bool, I
+ * integer, F float. Two copies of the list, so that one can run inside the other. */
+#define ST_REAL_TYPES_OUTER(X, ...)                                                           \
+    X(__VA_ARGS__, ST_BOOL, b, uint8_t, u8, B) X(__VA_ARGS__, ST_I8, i8, int8_t, i8, I)       \
+    X(__VA_ARGS__, ST_I16, i16, int16_t, i16, I) X(__VA_ARGS__, ST_I32, i32, int32_t, i32, I) \
+    X(__VA_ARGS__, ST_I64, i64, int64_t, i64, I) X(__VA_ARGS__, ST_U8, u8, uint8_t, u8, I)    \
+    X(__VA_ARGS__, ST_U16, u16, uint16_t, u16, I)                                             \
+    X(__VA_ARGS__, ST_U32, u32, uint32_t, u32, I)                                             \
+    X(__VA_ARGS__, ST_U64, u64, uint64_t, u64, I) X(__VA_ARGS__, ST_F32, f32, float, f32, F)  \
+    X(__VA_ARGS__, ST_F64, f64, double, f64, F)
+#define ST_REAL_TYPES_INNER(X, ...)                                                           \
+    X(__VA_ARGS__, ST_BOOL, b, uint8_t, u8, B) X(__VA_ARGS__, ST_I8, i8, int8_t, i8, I)       \
+    X(__VA_ARGS__, ST_I16, i16, int16_t, i16, I) X(__VA_ARGS__, ST_I32, i32, int32_t, i32, I) \
+    X(__VA_ARGS__, ST_I64, i64, int64_t, i64, I) X(__VA_ARGS__, ST_U8, u8, uint8_t, u8, I)    \
+    X(__VA_ARGS__, ST_U16, u16, uint16_t, u16, I)                                             \
+    X(__VA_ARGS__, ST_U32, u32, uint32_t, u32, I)                                             \
+    X(__VA_ARGS__, ST_U64, u64, uint64_t, u64, I) X(__VA_ARGS__, ST_F32, f32, float, f32, F)  \
+    X(__VA_ARGS__, ST_F64, f64, double, f64, F)
+
+/* The value of `v` (source kind first, destination kind second) as TD, named DN. */
+#define ST_CONV_B_B(v, TD, DN) ((uint8_t)((v) != 0))
+#define ST_CONV_B_I(v, TD, DN) ((TD)((v) != 0))
+#define ST_CONV_B_F(v, TD, DN) ((TD)((v) != 0))
+#define ST_CONV_I_B(v, TD, DN) ((uint8_t)((v) != 0))
+#define ST_CONV_I_I(v, TD, DN) ((TD)(v))
+#define ST_CONV_I_F(v, TD, DN) ((TD)(v))
+#define ST_CONV_F_B(v, TD, DN) ((uint8_t)((v) != 0))
+#define ST_CONV_F_I(v, TD, DN) st_sat_##DN((double)(v))
+#define ST_CONV_F_F(v, TD, DN) ((TD)(v))
+
+#define ST_DEF_REAL_PAIR(SUFFIX, ATTR, SC, SN, TS, SL, SK, DC, DN, TD, DL, DK)                \
+    ST_DEF_PLAIN(st_r_##SN##_##DN, SUFFIX, ATTR, TS, SL, TD, DL, ST_CONV_##SK##_##DK(v, TD, DN))
+#define ST_DEF_REALS_FROM(SUFFIX, ATTR, SC, SN, TS, SL, SK)                                   \
+    ST_REAL_TYPES_INNER(ST_DEF_REAL_PAIR, SUFFIX, ATTR, SC, SN, TS, SL, SK)
+#define ST_DEF_REALS(SUFFIX, ATTR) ST_REAL_TYPES_OUTER(ST_DEF_REALS_FROM, SUFFIX, ATTR)
 
 ST_DEF_REALS(base, )
 #if ST_X86_GNU
@@ -243,19 +144,12 @@ ST_DEF_REALS(avx2, __attribute__((target("avx2"))))
 #endif
 
 /* The row of a plain cast between real types s and d (type codes, types.h), at a SIMD level:
- * [avx2][s][d], NULL where there is none (the same type, float16, bfloat16, complex). */
-#define ST_REAL_TABLE(SUFFIX) { \
-    [ST_BOOL] = {[ST_I8] = st_r_b_i8_##SUFFIX, [ST_I16] = st_r_b_i16_##SUFFIX, [ST_I32] = st_r_b_i32_##SUFFIX, [ST_I64] = st_r_b_i64_##SUFFIX, [ST_U8] = st_r_b_u8_##SUFFIX, [ST_U16] = st_r_b_u16_##SUFFIX, [ST_U32] = st_r_b_u32_##SUFFIX, [ST_U64] = st_r_b_u64_##SUFFIX, [ST_F32] = st_r_b_f32_##SUFFIX, [ST_F64] = st_r_b_f64_##SUFFIX}, \
-    [ST_I8] = {[ST_BOOL] = st_r_i8_b_##SUFFIX, [ST_I16] = st_r_i8_i16_##SUFFIX, [ST_I32] = st_r_i8_i32_##SUFFIX, [ST_I64] = st_r_i8_i64_##SUFFIX, [ST_U8] = st_r_i8_u8_##SUFFIX, [ST_U16] = st_r_i8_u16_##SUFFIX, [ST_U32] = st_r_i8_u32_##SUFFIX, [ST_U64] = st_r_i8_u64_##SUFFIX, [ST_F32] = st_r_i8_f32_##SUFFIX, [ST_F64] = st_r_i8_f64_##SUFFIX}, \
-    [ST_I16] = {[ST_BOOL] = st_r_i16_b_##SUFFIX, [ST_I8] = st_r_i16_i8_##SUFFIX, [ST_I32] = st_r_i16_i32_##SUFFIX, [ST_I64] = st_r_i16_i64_##SUFFIX, [ST_U8] = st_r_i16_u8_##SUFFIX, [ST_U16] = st_r_i16_u16_##SUFFIX, [ST_U32] = st_r_i16_u32_##SUFFIX, [ST_U64] = st_r_i16_u64_##SUFFIX, [ST_F32] = st_r_i16_f32_##SUFFIX, [ST_F64] = st_r_i16_f64_##SUFFIX}, \
-    [ST_I32] = {[ST_BOOL] = st_r_i32_b_##SUFFIX, [ST_I8] = st_r_i32_i8_##SUFFIX, [ST_I16] = st_r_i32_i16_##SUFFIX, [ST_I64] = st_r_i32_i64_##SUFFIX, [ST_U8] = st_r_i32_u8_##SUFFIX, [ST_U16] = st_r_i32_u16_##SUFFIX, [ST_U32] = st_r_i32_u32_##SUFFIX, [ST_U64] = st_r_i32_u64_##SUFFIX, [ST_F32] = st_r_i32_f32_##SUFFIX, [ST_F64] = st_r_i32_f64_##SUFFIX}, \
-    [ST_I64] = {[ST_BOOL] = st_r_i64_b_##SUFFIX, [ST_I8] = st_r_i64_i8_##SUFFIX, [ST_I16] = st_r_i64_i16_##SUFFIX, [ST_I32] = st_r_i64_i32_##SUFFIX, [ST_U8] = st_r_i64_u8_##SUFFIX, [ST_U16] = st_r_i64_u16_##SUFFIX, [ST_U32] = st_r_i64_u32_##SUFFIX, [ST_U64] = st_r_i64_u64_##SUFFIX, [ST_F32] = st_r_i64_f32_##SUFFIX, [ST_F64] = st_r_i64_f64_##SUFFIX}, \
-    [ST_U8] = {[ST_BOOL] = st_r_u8_b_##SUFFIX, [ST_I8] = st_r_u8_i8_##SUFFIX, [ST_I16] = st_r_u8_i16_##SUFFIX, [ST_I32] = st_r_u8_i32_##SUFFIX, [ST_I64] = st_r_u8_i64_##SUFFIX, [ST_U16] = st_r_u8_u16_##SUFFIX, [ST_U32] = st_r_u8_u32_##SUFFIX, [ST_U64] = st_r_u8_u64_##SUFFIX, [ST_F32] = st_r_u8_f32_##SUFFIX, [ST_F64] = st_r_u8_f64_##SUFFIX}, \
-    [ST_U16] = {[ST_BOOL] = st_r_u16_b_##SUFFIX, [ST_I8] = st_r_u16_i8_##SUFFIX, [ST_I16] = st_r_u16_i16_##SUFFIX, [ST_I32] = st_r_u16_i32_##SUFFIX, [ST_I64] = st_r_u16_i64_##SUFFIX, [ST_U8] = st_r_u16_u8_##SUFFIX, [ST_U32] = st_r_u16_u32_##SUFFIX, [ST_U64] = st_r_u16_u64_##SUFFIX, [ST_F32] = st_r_u16_f32_##SUFFIX, [ST_F64] = st_r_u16_f64_##SUFFIX}, \
-    [ST_U32] = {[ST_BOOL] = st_r_u32_b_##SUFFIX, [ST_I8] = st_r_u32_i8_##SUFFIX, [ST_I16] = st_r_u32_i16_##SUFFIX, [ST_I32] = st_r_u32_i32_##SUFFIX, [ST_I64] = st_r_u32_i64_##SUFFIX, [ST_U8] = st_r_u32_u8_##SUFFIX, [ST_U16] = st_r_u32_u16_##SUFFIX, [ST_U64] = st_r_u32_u64_##SUFFIX, [ST_F32] = st_r_u32_f32_##SUFFIX, [ST_F64] = st_r_u32_f64_##SUFFIX}, \
-    [ST_U64] = {[ST_BOOL] = st_r_u64_b_##SUFFIX, [ST_I8] = st_r_u64_i8_##SUFFIX, [ST_I16] = st_r_u64_i16_##SUFFIX, [ST_I32] = st_r_u64_i32_##SUFFIX, [ST_I64] = st_r_u64_i64_##SUFFIX, [ST_U8] = st_r_u64_u8_##SUFFIX, [ST_U16] = st_r_u64_u16_##SUFFIX, [ST_U32] = st_r_u64_u32_##SUFFIX, [ST_F32] = st_r_u64_f32_##SUFFIX, [ST_F64] = st_r_u64_f64_##SUFFIX}, \
-    [ST_F32] = {[ST_BOOL] = st_r_f32_b_##SUFFIX, [ST_I8] = st_r_f32_i8_##SUFFIX, [ST_I16] = st_r_f32_i16_##SUFFIX, [ST_I32] = st_r_f32_i32_##SUFFIX, [ST_I64] = st_r_f32_i64_##SUFFIX, [ST_U8] = st_r_f32_u8_##SUFFIX, [ST_U16] = st_r_f32_u16_##SUFFIX, [ST_U32] = st_r_f32_u32_##SUFFIX, [ST_U64] = st_r_f32_u64_##SUFFIX, [ST_F64] = st_r_f32_f64_##SUFFIX}, \
-    [ST_F64] = {[ST_BOOL] = st_r_f64_b_##SUFFIX, [ST_I8] = st_r_f64_i8_##SUFFIX, [ST_I16] = st_r_f64_i16_##SUFFIX, [ST_I32] = st_r_f64_i32_##SUFFIX, [ST_I64] = st_r_f64_i64_##SUFFIX, [ST_U8] = st_r_f64_u8_##SUFFIX, [ST_U16] = st_r_f64_u16_##SUFFIX, [ST_U32] = st_r_f64_u32_##SUFFIX, [ST_U64] = st_r_f64_u64_##SUFFIX, [ST_F32] = st_r_f64_f32_##SUFFIX} }
+ * [avx2][s][d], NULL where there is none (float16, bfloat16, complex). */
+#define ST_REAL_ENTRY(SUFFIX, SC, SN, TS, SL, SK, DC, DN, TD, DL, DK)                         \
+    [DC] = st_r_##SN##_##DN##_##SUFFIX,
+#define ST_REAL_ROW(SUFFIX, SC, SN, TS, SL, SK)                                               \
+    [SC] = {ST_REAL_TYPES_INNER(ST_REAL_ENTRY, SUFFIX, SC, SN, TS, SL, SK)},
+#define ST_REAL_TABLE(SUFFIX) {ST_REAL_TYPES_OUTER(ST_REAL_ROW, SUFFIX)}
 static st_fused_fn const st_real_rows[2][ST_NTYPES][ST_NTYPES] = {
     ST_REAL_TABLE(base),
 #if ST_X86_GNU
