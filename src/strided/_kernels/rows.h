@@ -45,28 +45,45 @@ ST_INLINE void st_copy_run(char *d, const char *s, size_t n)
     for (i = 0; i < n; i++) d[i] = s[i];
 }
 
-/* memcpy of a long run, except at the distances where glibc's choice for copies of a few KiB
- * up to the L2's size, `rep movsb`, crawls: a destination 1 to 63 bytes past the source modulo
- * 4096 (the "short distance" of 4K aliasing; on AMD Zen, measured 1-3 GB/s against 17-35 GB/s
- * at every other distance, from 16 KiB to 256 KiB). Those go through 64-byte rounds of vector
- * loads, then stores, which run at memcpy's speed there. Source and destination never overlap
- * here (overlapping copies go through a temporary). */
-ST_INLINE void st_memcpy(char *d, const char *s, size_t n)
-{
 #if ST_HAVE_SSE2
-    const size_t gap = (size_t)((uintptr_t)d - (uintptr_t)s) & 4095;
-    if (gap != 0 && gap < 64 && n >= 64) {
-        for (; n >= 64; n -= 64, d += 64, s += 64) {
-            __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-            __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-            __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-            __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+/* Copy n bytes in 64-byte rounds of four vector loads, then four stores (streaming ones with
+ * `stream`: d is then 64-byte aligned), the last n % 64 bytes by st_copy_run. Inlined with a
+ * constant `stream`, each caller gets its own loop. */
+ST_INLINE void st_copy_rounds(char *d, const char *s, size_t n, int stream)
+{
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+        __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+        __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+        if (stream) {
+            _mm_stream_si128((__m128i *)(void *)d, v0);
+            _mm_stream_si128((__m128i *)(void *)(d + 16), v1);
+            _mm_stream_si128((__m128i *)(void *)(d + 32), v2);
+            _mm_stream_si128((__m128i *)(void *)(d + 48), v3);
+        } else {
             _mm_storeu_si128((__m128i *)(void *)d, v0);
             _mm_storeu_si128((__m128i *)(void *)(d + 16), v1);
             _mm_storeu_si128((__m128i *)(void *)(d + 32), v2);
             _mm_storeu_si128((__m128i *)(void *)(d + 48), v3);
         }
-        if (n) st_copy_run(d, s, n);
+    }
+    if (n) st_copy_run(d, s, n);
+}
+#endif
+
+/* memcpy of a long run, except at the distances where glibc's choice for copies of a few KiB
+ * up to the L2's size, `rep movsb`, crawls: a destination 1 to 63 bytes past the source modulo
+ * 4096 (the "short distance" of 4K aliasing; on AMD Zen, measured 1-3 GB/s against 17-35 GB/s
+ * at every other distance, from 16 KiB to 256 KiB). Those go through the vector rounds, which
+ * run at memcpy's speed there. Source and destination never overlap here (overlapping copies
+ * go through a temporary). */
+ST_INLINE void st_memcpy(char *d, const char *s, size_t n)
+{
+#if ST_HAVE_SSE2
+    const size_t gap = (size_t)((uintptr_t)d - (uintptr_t)s) & 4095;
+    if (gap != 0 && gap < 64 && n >= 64) {
+        st_copy_rounds(d, s, n, 0);
         return;
     }
 #endif
@@ -82,17 +99,7 @@ ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
             st_copy_run(d, s, head);
             d += head; s += head; n -= head;
         }
-        for (; n >= 64; n -= 64, d += 64, s += 64) {
-            __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-            __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-            __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-            __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-            _mm_stream_si128((__m128i *)(void *)d, v0);
-            _mm_stream_si128((__m128i *)(void *)(d + 16), v1);
-            _mm_stream_si128((__m128i *)(void *)(d + 32), v2);
-            _mm_stream_si128((__m128i *)(void *)(d + 48), v3);
-        }
-        if (n) st_copy_run(d, s, n);
+        st_copy_rounds(d, s, n, 1);
         return;
     }
 #else
