@@ -398,17 +398,17 @@ def load_hptt() -> Any:
     return module.load()
 
 
-def _outer_sizes(a: np.ndarray) -> tuple[int, ...] | bool | None:
-    """The sizes of the packed array of which ``a`` (strides decreasing) is a sub-block:
-    None when ``a`` is itself packed, False when no packed array holds it so."""
+def _outer_sizes(a: np.ndarray) -> tuple[int, ...] | None:
+    """The sizes of the packed array of which ``a`` (strides decreasing) is a sub-block, None
+    when ``a`` is itself packed; ValueError when no packed array holds it so."""
     strides = [s // a.itemsize for s in a.strides]
     if a.ndim == 0 or strides[-1] != 1 or any(s % a.itemsize for s in a.strides):
-        return False
+        raise ValueError("not a sub-block of a packed array")
     outer = [a.shape[0]]
     for k in range(1, a.ndim):
         pitch, rest = divmod(strides[k - 1], strides[k]) if strides[k] else (0, 1)
         if rest or pitch < a.shape[k]:
-            return False
+            raise ValueError("not a sub-block of a packed array")
         outer.append(pitch)
     return None if tuple(outer) == a.shape else tuple(outer)
 
@@ -425,11 +425,14 @@ def hptt_arguments(built: Built) -> tuple[np.ndarray, np.ndarray, tuple[int, ...
     by_stride = sorted(range(src.ndim), key=lambda k: (-src.strides[k], k))
     into = sorted(range(dst.ndim), key=lambda k: (-dst.strides[k], k))
     a, b = src.transpose(by_stride), dst.transpose(into)
-    outer = _outer_sizes(a)
-    if outer is False or not b.flags.c_contiguous:
+    if not b.flags.c_contiguous:
+        return None
+    try:
+        outer = _outer_sizes(a)
+    except ValueError:
         return None
     perm = tuple(by_stride.index(axis) for axis in into)
-    return a, b, perm, outer  # type: ignore[return-value]
+    return a, b, perm, outer
 
 
 def _hptt_call(hptt: Any, built: Built, threads: int) -> Callable[[], object] | None:
