@@ -14,11 +14,14 @@ round (the median of each is printed, with its ratio to the dask-only pipeline):
    array of ``--size`` GiB (written first, not timed; uncompressed stores, so that the disk
    and the copies are timed, not zstd) -> NHWC written to a zarr array ``(N, H, W, C)``, and
    -> int8 NCHW32 (per-channel scale and shift) written to a zarr array, strided vs the same
-   pipeline in dask's ``transpose``/arithmetic/``astype``/``map_blocks(numpy)`` (target >= 2x).
-   The two stores are compared byte for byte once; the I/O floor (the source copied to a
-   zarr array of its own layout, nothing relaid) is timed beside them. Peak RSS per worker is
-   sampled by each worker's own memory monitor (distributed's SystemMonitor) during each run,
-   and printed in chunks of the source (target <= 4 chunks above the idle worker).
+   pipeline in dask's ``transpose``/arithmetic/``astype``/``map_blocks(numpy)`` (target >= 2x):
+   strided's kernels inside dask's zarr I/O (``da.from_zarr``/``da.store``), and strided end
+   to end (``sd.from_zarr``/``sd.to_zarr``: whole chunks read and written as their stored
+   bytes). The stores are compared value for value once; the I/O floors (the source copied to
+   a zarr array of its own layout, nothing relaid, through either I/O) are timed beside them.
+   Peak RSS per worker is sampled by each worker's own memory monitor (distributed's
+   SystemMonitor) during each run, and printed in chunks of the source (target <= 4 chunks
+   above the idle worker).
 
     python benchmarks/bench_dask.py                    # 4 GiB end to end (minutes)
     python benchmarks/bench_dask.py --size 1 --rounds 3
@@ -62,11 +65,11 @@ def paired(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str
 
 def table(title: str, medians: dict[str, float], baseline: str, nbytes: int,
           extra: dict[str, str] | None = None) -> str:
-    lines = [title, f"  {'contender':<52} {'median ms':>10} {'GB/s':>7} {'ratio':>7}"]
+    lines = [title, f"  {'contender':<54} {'median ms':>10} {'GB/s':>7} {'ratio':>7}"]
     for name, t in medians.items():
         ratio = medians[baseline] / t
         note = f"  {extra[name]}" if extra and name in extra else ""
-        lines.append(f"  {name:<52} {t * 1e3:>10.1f} {nbytes / t / 1e9:>7.2f} "
+        lines.append(f"  {name:<54} {t * 1e3:>10.1f} {nbytes / t / 1e9:>7.2f} "
                      f"{ratio:>6.2f}x{note}")
     lines.append(f"  (ratio: {baseline!r} time / contender time; > 1 is faster)")
     return "\n".join(lines)
@@ -176,26 +179,37 @@ def end_to_end(size_gib: float, rounds: int, folder: Path, side: int = 512) -> s
         q_shape = (n, CHANNELS // 32, side, side, 32)
         q_chunks = (1, CHANNELS // 32, side // 2, side, 32)
 
-        def to_nhwc_strided() -> None:
-            da.store(sd.relayout(x, "NHWC").transpose(0, 2, 3, 1),
-                     store("nhwc_s.zarr", nhwc_shape, nhwc_chunks, "float32"), lock=False)
-
         def to_nhwc_dask() -> None:
             da.store(x.transpose(0, 2, 3, 1).map_blocks(np.ascontiguousarray),
                      store("nhwc_d.zarr", nhwc_shape, nhwc_chunks, "float32"), lock=False)
 
+        def to_nhwc_strided_in_dask_io() -> None:
+            da.store(sd.relayout(x, "NHWC").transpose(0, 2, 3, 1),
+                     store("nhwc_k.zarr", nhwc_shape, nhwc_chunks, "float32"), lock=False)
+
+        def to_nhwc_strided() -> None:
+            sd.to_zarr(sd.relayout(sd.from_zarr(source), "NHWC").transpose(0, 2, 3, 1),
+                       store("nhwc_s.zarr", nhwc_shape, nhwc_chunks, "float32"))
+
         def copy_only() -> None:     # the floor: the same bytes read and written, no relayout
             da.store(x, store("copy.zarr", shape, chunks, "float32"), lock=False)
 
-        def to_q_strided() -> None:
-            sd.to_blocked(x, "NCHW32", dtype=np.int8, scale=scale, shift=shift,
-                          out=store("q_s.zarr", q_shape, q_chunks, "int8"))
+        def copy_only_strided_io() -> None:
+            sd.to_zarr(sd.from_zarr(source), store("copy_s.zarr", shape, chunks, "float32"))
 
         def to_q_dask() -> None:
             q = x.map_blocks(_numpy_quantize, scale, shift, dtype=np.int8)
             blocked = q.reshape(n, CHANNELS // 32, 32, side, side, merge_chunks=False)
             da.store(blocked.transpose(0, 1, 3, 4, 2).map_blocks(np.ascontiguousarray),
                      store("q_d.zarr", q_shape, q_chunks, "int8"), lock=False)
+
+        def to_q_strided_in_dask_io() -> None:
+            da.store(sd.to_blocked(x, "NCHW32", dtype=np.int8, scale=scale, shift=shift),
+                     store("q_k.zarr", q_shape, q_chunks, "int8"), lock=False)
+
+        def to_q_strided() -> None:
+            sd.to_blocked(sd.from_zarr(source), "NCHW32", dtype=np.int8, scale=scale,
+                          shift=shift, out=store("q_s.zarr", q_shape, q_chunks, "int8"))
 
         peaks: dict[str, list[int]] = {}
         idle = max(m for _, m in client.run(_memory_now).values())
@@ -208,16 +222,20 @@ def end_to_end(size_gib: float, rounds: int, folder: Path, side: int = 512) -> s
                 peaks.setdefault(name, []).append(peak)
             return run
 
-        nhwc = {"dask: transpose + map_blocks(np.ascontiguousarray)": to_nhwc_dask,
-                "strided: sd.relayout(x, 'NHWC').transpose(0, 2, 3, 1)": to_nhwc_strided,
-                "floor: zarr -> zarr copy, no relayout (da.store(x))": copy_only}
-        quant = {"dask: map_blocks(numpy quantize) + reshape/transpose": to_q_dask,
-                 "strided: sd.to_blocked(x, 'NCHW32', dtype=int8, ...)": to_q_strided}
+        nhwc = {NHWC_DASK: to_nhwc_dask,
+                "strided kernel, dask's zarr I/O (da.from_zarr/store)": to_nhwc_strided_in_dask_io,
+                "strided: sd.from_zarr -> relayout -> sd.to_zarr": to_nhwc_strided,
+                "floor: no relayout, da.from_zarr -> da.store": copy_only,
+                "floor: no relayout, sd.from_zarr -> sd.to_zarr": copy_only_strided_io}
+        quant = {Q_DASK: to_q_dask,
+                 "strided kernel, dask's zarr I/O (da.from_zarr/store)": to_q_strided_in_dask_io,
+                 "strided: to_blocked(sd.from_zarr(z), out=zarr)": to_q_strided}
         t_nhwc = paired({k: sampled(k, f) for k, f in nhwc.items()}, rounds)
         t_quant = paired({k: sampled(k, f) for k, f in quant.items()}, rounds)
         same = [bool((da.from_zarr(store_path(folder, a)) == da.from_zarr(
             store_path(folder, b))).all().compute())
-            for a, b in (("nhwc_s.zarr", "nhwc_d.zarr"), ("q_s.zarr", "q_d.zarr"))]
+            for a, b in (("nhwc_s.zarr", "nhwc_d.zarr"), ("nhwc_k.zarr", "nhwc_d.zarr"),
+                         ("q_s.zarr", "q_d.zarr"), ("q_k.zarr", "q_d.zarr"))]
     finally:
         client.close()
         cluster.close()
@@ -233,12 +251,16 @@ def end_to_end(size_gib: float, rounds: int, folder: Path, side: int = 512) -> s
              f"idle worker RSS {idle / 2**20:.0f} MiB")
     return "\n\n".join([
         table(f"2a. zarr NCHW -> zarr NHWC (N, H, W, C) ({where})", t_nhwc,
-              "dask: transpose + map_blocks(np.ascontiguousarray)", nbytes,
-              {k: memory(k) for k in nhwc}) + f"\n  same bytes in both stores: {same[0]}",
+              NHWC_DASK, nbytes, {k: memory(k) for k in nhwc})
+        + f"\n  same values in every store: {same[0] and same[1]}",
         table(f"2b. zarr NCHW float32 -> zarr int8 NCHW32, per-channel scale/shift ({where})",
-              t_quant, "dask: map_blocks(numpy quantize) + reshape/transpose", nbytes,
-              {k: memory(k) for k in quant}) + f"\n  same bytes in both stores: {same[1]}",
+              t_quant, Q_DASK, nbytes, {k: memory(k) for k in quant})
+        + f"\n  same values in every store: {same[2] and same[3]}",
     ])
+
+
+NHWC_DASK = "dask: transpose + map_blocks(np.ascontiguousarray)"
+Q_DASK = "dask: map_blocks(numpy quantize) + reshape/transpose"
 
 
 def store_path(folder: Path, name: str):

@@ -20,9 +20,12 @@ dask assembles a computed array with ``np.concatenate`` (a single block too): th
 
 - ``out=``: computes at once, each block written through strided into its region of ``out``
   (a numpy array, e.g. ``st.relayout``'s allocation, or a zarr array);
-- blocks consumed one by one (``da.store``, ``to_zarr``) keep it: to write channels-last to a
-  zarr array of shape ``(N, H, W, C)``, ``relayout(x, "NHWC").transpose(0, 2, 3, 1)``: every
-  block of it is then C-contiguous, and zarr stores it without another copy.
+- blocks consumed one by one (:func:`to_zarr`, ``da.store``) keep it: to write channels-last
+  to a zarr array of shape ``(N, H, W, C)``, ``relayout(x, "NHWC").transpose(0, 2, 3, 1)``:
+  every block of it is then C-contiguous, and :func:`to_zarr` stores its bytes as they are.
+
+:func:`from_zarr` and :func:`to_zarr` read and write a zarr array's whole chunks as the bytes
+they are stored as (where they are plain bytes), without zarr-python's copies in between.
 
 Examples
 --------
@@ -74,7 +77,7 @@ import strided as st
 from strided import _core
 from strided.formats import BlockedFormat, parse_blocked, physical_order
 
-__all__ = ["astype", "from_blocked", "relayout", "to_blocked"]
+__all__ = ["astype", "from_blocked", "from_zarr", "relayout", "to_blocked", "to_zarr"]
 
 # The per-channel arguments of the converting calls, cut per block when they are vectors.
 _VECTORS = ("scale", "shift", "mean", "std", "max_value")
@@ -114,9 +117,10 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
     out : array, optional
         Compute now, straight into ``out`` (x's shape, the result's dtype), and return it.
         A numpy array must be laid out as ``layout`` asks (``st.relayout``'s allocation is);
-        each block is written into its region by strided. Any other array that takes region
-        assignment (a zarr array) is written with ``da.store``; its chunks (shards, when it
-        has them) must not be cut by the blocks, which write concurrently.
+        each block is written into its region by strided. A zarr array is written as
+        :func:`to_zarr` writes (whole chunks as their stored bytes), any other array that
+        takes region assignment with ``da.store``; its chunks (shards, when it has them) must
+        not be cut by the blocks, which write concurrently.
 
     Returns
     -------
@@ -371,6 +375,129 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
         return result
     _numpy_out(out, (y.shape[0], channels, *y.shape[2:4]), probe.dtype)
     return _compute_into(result, out, y, block)
+
+
+def from_zarr(array: Any) -> Any:
+    """A dask array of a zarr array, one block per stored chunk, each read as the bytes it is
+    stored as: ``dask.array.from_zarr`` without zarr-python's copies.
+
+    Where a chunk's only codec is ``bytes`` in this machine's byte order (no compressor, no
+    filter, no sharding: zarr v3 arrays created with ``compressors=None``) the block *is* the
+    stored bytes: a local file is read straight into the block's array, another store's value
+    is taken as it is; zarr-python would decode it into a chunk buffer and copy that into the
+    result. Every other array is read through zarr's own indexing, chunk by chunk, as
+    ``dask.array.from_zarr`` reads it. Chunks never written read as the fill value.
+
+    Parameters
+    ----------
+    array : zarr.Array
+        A zarr-python array (format 2 or 3), opened on any store.
+
+    Returns
+    -------
+    dask.array.Array
+        Lazy, of the array's shape, dtype and chunks; numpy blocks, writable, C-ordered.
+
+    Raises
+    ------
+    TypeError
+        ``array`` is not a zarr array (a dask array needs no reading: pass it to the other
+        calls as it is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import zarr
+    >>> import strided.dask as sd
+    >>> z = zarr.create_array(zarr.storage.MemoryStore(), shape=(4, 6), chunks=(2, 3),
+    ...                       dtype="uint8", compressors=None)
+    >>> z[...] = np.arange(24).reshape(4, 6)
+    >>> x = sd.from_zarr(z)
+    >>> x.chunks
+    ((2, 2), (3, 3))
+    >>> bool(np.array_equal(x.compute(), z[...]))
+    True
+    """
+    chunks = _stored_chunks(array, "array")
+    meta = np.empty((0,) * chunks.ndim, chunks.dtype)
+    # name=False: a fresh key each call (the store's bytes may change between calls, which a
+    # token of the array's metadata would not see)
+    return da.from_array(chunks, chunks=chunks.chunks, meta=meta, asarray=False,
+                         inline_array=True, name=False)
+
+
+def to_zarr(x: Any, array: Any, *, compute: bool = True) -> Any:
+    """Store a dask array into a zarr array, each block that is one whole stored chunk written
+    as the chunk's bytes: ``dask.array.store`` (``to_zarr``) without zarr-python's copies.
+
+    Where the array's chunks are stored as plain bytes (only the ``bytes`` codec, this
+    machine's byte order: zarr v3 with ``compressors=None``), a block covering one whole chunk
+    is handed to the store as it is (C-contiguous blocks, as strided's relayouts give after
+    their transpose to the physical shape) or after one strided copy; zarr-python would copy
+    it into a chunk buffer and again into bytes. Blocks at the array's edge, and every other
+    array, are written through zarr's own indexing.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        numpy-backed, of the array's shape. Its blocks must not cut a stored chunk (or shard):
+        blocks are written concurrently and each write replaces whole chunks.
+    array : zarr.Array
+        The destination, opened for writing.
+    compute : bool
+        Write now (default) and return ``array``; or return the ``dask.delayed.Delayed`` of the
+        writes, for ``dask.compute`` with other work.
+
+    Returns
+    -------
+    zarr.Array or dask.delayed.Delayed
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a numpy-backed dask array, ``array`` not a zarr array.
+    ValueError
+        Shapes differ, or a block cuts a stored chunk.
+
+    Notes
+    -----
+    A chunk written as bytes is stored even when it holds only the fill value (zarr-python
+    leaves such chunks out by default); reads give the same values either way.
+
+    Examples
+    --------
+    Write channels-last: the relaid blocks, transposed to the physical shape, are the stored
+    chunks' bytes.
+
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> import zarr
+    >>> import strided.dask as sd
+    >>> x = da.from_array(np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4),
+    ...                   chunks=(1, 3, 4, 4))
+    >>> nhwc = zarr.create_array(zarr.storage.MemoryStore(), shape=(2, 4, 4, 3),
+    ...                          chunks=(1, 4, 4, 3), dtype="float32", compressors=None)
+    >>> _ = sd.to_zarr(sd.relayout(x, "NHWC").transpose(0, 2, 3, 1), nhwc)
+    >>> bool(np.array_equal(nhwc[...], x.compute().transpose(0, 2, 3, 1)))
+    True
+    """
+    _check_dask(x, "x")
+    chunks = _stored_chunks(array, "array")
+    if tuple(x.shape) != chunks.shape:
+        raise ValueError(f"x has shape {tuple(x.shape)} but array has shape {chunks.shape}")
+    _check_aligned(x, array, "array")
+    stored = da.store(x, chunks, lock=False, compute=compute)
+    return array if compute else stored
+
+
+def _stored_chunks(array: Any, name: str) -> Any:
+    """The zarr array's chunks as :class:`strided._zarr_io.StoredChunks`."""
+    if not _is_zarr(array):     # (a zarr array means zarr is loaded: no import otherwise)
+        raise TypeError(f"{name} must be a zarr array (zarr.Array), got "
+                        f"{type(array).__module__}.{type(array).__qualname__}")
+    from strided import _zarr_io
+
+    return _zarr_io.StoredChunks(array)
 
 
 def _blocked_shape(spec: BlockedFormat, sizes: tuple[int, ...], lanes: int) -> tuple[int, ...]:
@@ -766,7 +893,9 @@ def _compute_into(result: Any, out: Any, x: Any, block: functools.partial, *,
     if not isinstance(out, np.ndarray):
         stored = _physical(result, spec) if spec is not None else result
         _check_aligned(stored, out)
-        da.store(stored, out, lock=False)
+        # a zarr array: whole chunks written as their bytes (to_zarr); any other, by region
+        target = _stored_chunks(out, "out") if _is_zarr(out) else out
+        da.store(stored, target, lock=False)
         return out
     target = _nchwx_view(out, spec) if spec is not None else out
     if _shares_memory():
@@ -781,6 +910,11 @@ def _compute_into(result: Any, out: Any, x: Any, block: functools.partial, *,
         return out
     _gather_into(result, target)
     return out
+
+
+def _is_zarr(value: Any) -> bool:
+    """Whether ``value`` is a zarr array (without importing zarr where it is not loaded)."""
+    return "zarr" in sys.modules and isinstance(value, sys.modules["zarr"].Array)
 
 
 def _shares_memory() -> bool:
@@ -818,7 +952,7 @@ def _distributed_client() -> Any:
         return None
 
 
-def _check_aligned(result: Any, out: Any) -> None:
+def _check_aligned(result: Any, out: Any, name: str = "out") -> None:
     """Blocks written concurrently into a chunked store (zarr) must not share a stored chunk
     (a shard, when the store has them): each write rewrites the whole chunk."""
     grid = getattr(out, "shards", None) or getattr(out, "chunks", None)
@@ -828,7 +962,7 @@ def _check_aligned(result: Any, out: Any) -> None:
         ends = list(itertools.accumulate(chunks))[:-1]
         if any(e % size for e in ends):
             raise ValueError(
-                f"out is stored in chunks of {tuple(grid)} but the result's axis {axis} is "
+                f"{name} is stored in chunks of {tuple(grid)} but the result's axis {axis} is "
                 f"chunked {chunks}: blocks would share a stored chunk and overwrite each "
                 f"other; rechunk x to multiples of {size} along axis {axis}")
 

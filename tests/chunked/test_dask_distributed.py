@@ -135,6 +135,20 @@ def test_zarr_store_written_by_the_workers(client, tmp_path):
                                                dtype=np.float32, scale=1 / scale))
 
 
+def test_zarr_to_zarr_through_the_stored_bytes_on_workers(client, tmp_path):
+    """sd.from_zarr -> relayout -> sd.to_zarr: the workers read and write the chunk files."""
+    zarr = pytest.importorskip("zarr")
+    a = values((4, 8, 16, 12))
+    source = zarr.create_array(zarr.storage.LocalStore(tmp_path / "s.zarr"), shape=a.shape,
+                               chunks=(1, 8, 8, 12), dtype="float32", compressors=None)
+    source[...] = a
+    nhwc = zarr.create_array(zarr.storage.LocalStore(tmp_path / "d.zarr"), shape=(4, 16, 12, 8),
+                             chunks=(1, 8, 12, 8), dtype="float16", compressors=None)
+    relaid = sd.relayout(sd.from_zarr(source), "NHWC", dtype=np.float16, scale=0.5)
+    gather(client, sd.to_zarr(relaid.transpose(0, 2, 3, 1), nhwc, compute=False))
+    assert np.array_equal(nhwc[...], (a * 0.5).astype(np.float16).transpose(0, 2, 3, 1))
+
+
 def test_out_numpy_on_the_multiprocessing_scheduler():
     """dask's own process pool (no distributed): the blocks come back one by one into out."""
     a = values((2, 8, 6, 6))

@@ -39,7 +39,7 @@ def test_the_pages_recipes_run(tmp_path):
     for module in ("dask.array", "distributed", "zarr", "xarray"):
         pytest.importorskip(module)
     blocks = python_blocks(PAGE.read_text(encoding="utf-8"))
-    assert len(blocks) == 6           # dask, out=, cluster, xarray, zarr's two
+    assert len(blocks) == 7           # dask, out=, zarr -> zarr, cluster, xarray, zarr's two
     script = tmp_path / "larger_than_memory.py"
     script.write_text("\n".join(blocks) + '\nprint("recipes: ok")\n', encoding="utf-8")
     out = run_isolated(f"""
