@@ -278,7 +278,7 @@ def family(case):
                 staged = (row <= 16 or 64 < row <= 256) if unit >= 4 else row <= 128
             return "copy/transpose-staged" if staged else "copy/transpose"
         if s == 0:
-            return "copy/fill"
+            return "copy/fill-streamed" if tune.get("nt_bytes") == 0 else "copy/fill"
         if d == 1 and s == 1:
             return "copy/rows-streamed" if tune.get("nt_bytes") == 0 else "copy/rows"
         return "copy/gather-scatter"
@@ -474,14 +474,17 @@ def _deinterleaves(rng):
 
 def _fills(rng):
     """Rows of one repeated element (a broadcast source): short rows element by element, rows
-    of 256 bytes or more through the 64-byte pattern fill."""
+    of a vector or more through the broadcast fill (one register stored over the row: rows
+    around one and four vectors of 16 and 32 bytes, around 256 bytes where streaming starts),
+    with ordinary stores and with streaming stores forced on."""
     out = []
     for k in (1, 2, 3, 4, 8, 12, 16):
-        for n in (1, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257, 300):
+        for n in (1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 255, 256, 257, 300, 1000):
             R = int(rng.choice((1, 2, 5)))
             dpad = int(rng.choice((0, 1, 7)))
-            out.append(Case((R, n), (n + dpad, 1), (int(rng.choice((1, 2))), 0), itemsize=k,
-                            label="fill"))
+            for tune in ("default", "streamed"):
+                out.append(Case((R, n), (n + dpad, 1), (int(rng.choice((1, 2))), 0),
+                                itemsize=k, copy_tune=COPY_TUNES[tune], label="fill"))
     return out
 
 

@@ -576,6 +576,53 @@ def test_long_fills_at_every_simd_level(level, k):
                                          line_offset=line_offset, what=f"cols={cols}")
 
 
+@pytest.mark.parametrize("level", SIMD_LEVELS)
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 12, 16])
+@pytest.mark.parametrize("streamed", [False, True], ids=["stored", "streamed"])
+def test_fills_around_the_vector_widths_at_odd_addresses(level, k, streamed):
+    """The broadcast fill (one register stored over the row): rows just below, at and above
+    one and four vectors of 16 and 32 bytes and 256 bytes (where streaming starts), padded rows
+    (gaps between them), destinations at every kind of offset in a line (inside an element
+    too), with ordinary stores and with streaming stores forced on."""
+    with simd(level), tuned(**({"nt_bytes": 0} if streamed else {})):
+        for row_bytes in (15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+                          300, 1000, 4099):
+            cols = max(1, row_bytes // k)
+            for pad in (0, 3):
+                sizes = (5, cols)
+                for line_offset in (0, 1, k, 31, 33, 63):
+                    assert_copies_like_numpy(sizes, (cols + pad, 1), (1, 0), k,
+                                             line_offset=line_offset,
+                                             what=f"cols={cols} pad={pad} at {line_offset}")
+
+
+@settings(max_examples=60)
+@given(k=hst.sampled_from(COPY_ITEMSIZES), rows=hst.integers(1, 6), cols=hst.integers(1, 700),
+       pad=hst.integers(0, 9), line_offset=hst.integers(0, 63),
+       level=hst.sampled_from(SIMD_LEVELS), streamed=hst.booleans(),
+       row_stride=hst.sampled_from([0, 1, 2]))
+def test_fills_of_random_rows_match_numpy(k, rows, cols, pad, line_offset, level, streamed,
+                                          row_stride):
+    """A source repeating along the rows (stride 0: the fill) into padded rows at any offset,
+    at a random SIMD level, with or without streaming stores, on 1 and 2 threads: the same
+    bytes as np.copyto, gaps and guards untouched."""
+    sizes = (rows, cols)
+    with simd(level), tuned(**({"nt_bytes": 0} if streamed else {})):
+        assert_copies_like_numpy(sizes, (cols + pad, 1), (row_stride, 0), k,
+                                 line_offset=line_offset)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_a_channel_bias_broadcast_to_nchw(k):
+    """The benchmark's broadcast->packed case, small: a (1, C, 1, 1) bias into packed NCHW
+    (rows of H * W equal elements per channel), and into a channels-last destination."""
+    sizes = (3, 16, 9, 11)
+    for dst_strides in (packed(sizes), packed(sizes, (0, 2, 3, 1))):
+        for streamed in (False, True):
+            with tuned(**({"nt_bytes": 0} if streamed else {})):
+                assert_copies_like_numpy(sizes, dst_strides, (0, 1, 0, 0), k, line_offset=4)
+
+
 @pytest.mark.parametrize("defines", [["-U__SSE2__"], []], ids=["portable", "native"])
 def test_portable_kernels_without_sse2(tmp_path, defines):
     """The block kernels compiled as on a CPU without SSE2 (the plain-C micro-tiles, copies and

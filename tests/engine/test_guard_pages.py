@@ -70,7 +70,8 @@ def test_the_default_sample_reaches_every_family_at_every_level():
     seen = {(c.family, c.level) for c in selected}
     level_free = {"convert/tiled", "convert/pixels"}   # AVX2 kernels: level 2 only
     families = {
-        "copy/rows", "copy/rows-streamed", "copy/fill", "copy/gather-scatter",
+        "copy/rows", "copy/rows-streamed", "copy/fill", "copy/fill-streamed",
+        "copy/gather-scatter",
         "copy/transpose", "copy/transpose-staged", "copy/transpose-streamed",
         "copy/transpose-narrow", "copy/interleave", "copy/deinterleave",
         "convert/fused-rows", "convert/strided-rows", "convert/planes",
