@@ -281,6 +281,8 @@ def family(case):
             return "copy/fill-streamed" if tune.get("nt_bytes") == 0 else "copy/fill"
         if d == 1 and s == 1:
             return "copy/rows-streamed" if tune.get("nt_bytes") == 0 else "copy/rows"
+        if unit == 1 and d == 2 and s == 2:
+            return "copy/stride2-bytes"
         return "copy/gather-scatter"
     ctune = dict(case.convert_tune)
     affine = case.scale is not None or case.shift is not None
@@ -488,6 +490,18 @@ def _fills(rng):
     return out
 
 
+def _stride2_bytes(rng):
+    """1-byte items two apart on both sides (interleaved slices, a[0::2] <- b[1::2]), rows of
+    every length around the vectors of 16 and 32 bytes, and rank 2 (padded rows)."""
+    out = []
+    for n in (*range(1, 40), 47, 48, 49, 63, 64, 65, 100, 257, 1000):
+        R = int(rng.choice((1, 1, 3)))
+        pad = int(rng.choice((0, 1, 5)))
+        out.append(Case((R, n), (2 * n + pad, 2), (2 * n + int(rng.choice((0, 3))), 2),
+                        itemsize=1, label="stride 2"))
+    return out
+
+
 def _copy_threads(rng, count):
     """Copies of 16-200 KiB on a team of 2 threads claiming small blocks."""
     out = []
@@ -639,6 +653,7 @@ def cases(selection="default", levels=None):
             + _interleaves(rng)
             + _deinterleaves(rng)
             + _fills(rng)
+            + _stride2_bytes(rng)
             + _copy_threads(rng, 60 if slow else 4)
             + _convert_random(rng, 6000 if slow else 600)
             + _images(rng, 30 if slow else 6)

@@ -37,6 +37,43 @@ static int check(int kind, int size, st_idx R, st_idx C, st_idx dp, st_idx dq, s
     return 0;
 }
 
+/* The stride-2 byte copy within one buffer (a[do::2] <- a[so::2], do - so odd: no shared
+ * element), against a plain loop on a copy; and the rule of its vectors (st_s2_vector_range):
+ * every vector it allows lies inside both layouts and every gap of the destination it rewrites
+ * is a byte of the source. */
+static unsigned char one[1 << 16], want[1 << 16];
+
+static int check_s2(st_idx n, st_idx delta, int offset)
+{
+    const st_idx base = 128 + offset, widths[2] = {16, 32};
+    st_idx k, m = base + 2 * n + 256, lo, hi, w, j;
+    for (k = 0; k < m; k++) one[k] = want[k] = (unsigned char)(k * 151 + 89);
+    for (k = 0; k < n; k++) want[base + 2 * k] = want[base + delta + 2 * k];
+    st_copy_block(ST_BLOCK_COPY, 1, (char *)one + base, 0, 2, (const char *)one + base + delta,
+                  0, 2, 1, n, 0, NULL);
+    for (k = 0; k < m; k++)
+        if (one[k] != want[k]) {
+            printf("stride-2 bytes n %ld delta %ld offset %d: byte %ld\n", (long)n, (long)delta,
+                   offset, (long)k);
+            return 1;
+        }
+    for (w = 0; w < 2; w++) {
+        st_s2_vector_range((const char *)one + base, (const char *)one + base + delta, n,
+                           widths[w], &lo, &hi);
+        for (k = lo; k < hi; k++) {
+            int bad = 2 * k + widths[w] - 1 > 2 * (n - 1);
+            for (j = 2 * k + 1; j < 2 * k + widths[w]; j += 2)
+                bad |= j < delta || j > delta + 2 * (n - 1) || (j - delta) % 2 != 0;
+            if (bad) {
+                printf("stride-2 vector at %ld of %ld, delta %ld, width %ld\n", (long)k,
+                       (long)n, (long)delta, (long)widths[w]);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int main(void)
 {
     static const int sizes[] = {1, 2, 4, 8, 16};
@@ -62,8 +99,13 @@ int main(void)
                         fails += check(ST_BLOCK_COPY, z, R, C, C, 1, 1, 0, f & 1, o);
                         fails += check(ST_BLOCK_COPY, z, R, C, C, 1, 2 * C, 2, 0, o);
                         fails += check(ST_BLOCK_COPY, z, R, C, 1, R + 1, C, 1, 0, o);
+                        fails += check(ST_BLOCK_COPY, z, R, C, 2 * C + 1, 2, 2 * C + 3, 2, 0, o);
                         if (fails) return 1;
                     }
+    for (a = 1; a < 100; a++)
+        for (b = -69; b < 70; b += 2)
+            for (o = 0; o < 2; o++)
+                if (check_s2(a, b, o)) return 1;
     printf("ok\n");
     return 0;
 }

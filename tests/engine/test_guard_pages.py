@@ -71,7 +71,7 @@ def test_the_default_sample_reaches_every_family_at_every_level():
     level_free = {"convert/tiled", "convert/pixels"}   # AVX2 kernels: level 2 only
     families = {
         "copy/rows", "copy/rows-streamed", "copy/fill", "copy/fill-streamed",
-        "copy/gather-scatter",
+        "copy/gather-scatter", "copy/stride2-bytes",
         "copy/transpose", "copy/transpose-staged", "copy/transpose-streamed",
         "copy/transpose-narrow", "copy/interleave", "copy/deinterleave",
         "convert/fused-rows", "convert/strided-rows", "convert/planes",
@@ -162,6 +162,46 @@ def test_copyto_of_a_column_major_source_ending_at_a_guard_page():
         print("ok")
     """)
     assert out.strip() == "ok"
+
+
+def test_interleaved_bytes_of_one_buffer_stay_inside():
+    """a[0::2] <- a[1::2] and its mirror (1-byte items two apart, an odd number of bytes
+    between the two: the vectors that keep the destination's other lane, which is the source),
+    odd distances 3, 5 and 33 (vectors in the middle only), and element-sharing even ones
+    (staged), in one guarded page: the buffer's first byte right after a guard page, then its
+    last byte right before one; every length 1..80 and a few long ones, every SIMD level,
+    1 and 2 threads. Every byte of the page must equal np.copyto's result."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        area = guarded.Arena(2)
+        rng = np.random.default_rng(5)
+        problems = 0
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for n in (*range(1, 81), 129, 1000, 2047):
+                for do, so in ((0, 1), (1, 0), (0, 3), (5, 0), (0, 33), (33, 0), (0, 2)):
+                    used = max(do, so) + 2 * (n - 1) + 1
+                    if used > area.size:
+                        continue
+                    for at_end in (False, True):
+                        base = area.size - used if at_end else 0
+                        area.bytes[:] = rng.integers(0, 256, area.size, dtype=np.uint8)
+                        expected = area.bytes.copy()
+                        np.copyto(expected[base + do:base + do + 2 * n:2],
+                                  expected[base + so:base + so + 2 * n:2])
+                        dst = area.view(base + do, (n,), (2,), np.uint8)
+                        src = area.view(base + so, (n,), (2,), np.uint8)
+                        st.copyto(dst, src, num_threads=1 + n % 2)
+                        if not np.array_equal(area.bytes, expected):
+                            problems += 1
+                            print("wrong", level, n, do, so, at_end)
+        print("problems", problems)
+    """, timeout=900)
+    assert out.strip().splitlines()[-1] == "problems 0", out
 
 
 def test_sentinel_pattern_changes_with_position():

@@ -312,12 +312,120 @@ def test_interleaved_views_copy_without_a_temporary():
         st.copyto(a[0::2], a[1::2])
     assert np.array_equal(a[0::2], want)
     assert traced["peak"] < 64 << 10, traced
+    b = np.arange(16 << 20, dtype=np.uint8)   # bytes: the stride-2 vectors, in place
+    want = b[1::2].copy()
+    with peak_traced() as traced:
+        st.copyto(b[0::2], b[1::2], num_threads=1)
+    assert np.array_equal(b[0::2], want)
+    assert traced["peak"] < 64 << 10, traced
     rgb = np.arange(3 * 2048 * 2048, dtype=np.uint8).reshape(2048, 2048, 3)
     want = rgb[..., 2].copy()
     with peak_traced() as traced:
         st.copyto(rgb[..., 0], rgb[..., 2])   # one channel into another: no shared byte
     assert np.array_equal(rgb[..., 0], want)
     assert traced["peak"] < 64 << 10, traced
+
+
+# ---- interleaved slices of one buffer: the stride-2 byte kernel, and the exact decision ----
+
+SIMD_LEVELS = list(range(_copy._simd() + 1))
+
+
+def numpy_result(buf, make_views):
+    """buf after np.copyto between the views make_views(copy of buf) makes: the oracle."""
+    out = buf.copy()
+    dst, src = make_views(out)
+    np.copyto(dst, src)
+    return out
+
+
+def copy_like_numpy(buf, make_views, level, threads):
+    """st.copyto between the views of buf at SIMD ``level`` on ``threads`` threads; every
+    byte of buf must then equal np.copyto's result on a copy."""
+    want = numpy_result(buf, make_views)
+    _copy._simd(level)
+    try:
+        st.copyto(*make_views(buf), num_threads=threads)
+    finally:
+        _copy._simd(-1)
+    assert np.array_equal(buf, want), (level, threads)
+
+
+@pytest.mark.parametrize("level", SIMD_LEVELS)
+@pytest.mark.parametrize("step", [2, 3, 4])
+@pytest.mark.parametrize(("do", "so"), [(0, 1), (1, 0), (0, 3), (3, 0), (1, 2), (2, 5),
+                                        (0, 33), (0, 2), (2, 0), (0, 4), (4, 8)])
+@pytest.mark.parametrize("signs", [(1, 1), (-1, -1), (1, -1)])
+def test_interleaved_byte_slices_match_numpy(level, step, do, so, signs):
+    """a[do::step] <- a[so::step] (bytes of one buffer), both walked forwards, both backwards,
+    or one each way, for lengths around the vectors: offsets whose difference is no multiple
+    of the step share no element and copy directly (the stride-2 vectors keep the other lane);
+    the others share elements and go through the shift buffer or a staged source. Every
+    byte of the buffer must be np.copyto's."""
+    rng = np.random.default_rng(step * 100 + do * 10 + so)
+    for n in (1, 2, 15, 16, 17, 31, 32, 33, 34, 47, 65, 100, 1000, 4099):
+        size = max(do, so) + step * (n - 1) + 1 + 7
+
+        def views(b, n=n):
+            d = b[do:do + step * (n - 1) + 1:step]
+            s_ = b[so:so + step * (n - 1) + 1:step]
+            return d[::signs[0]], s_[::signs[1]]
+
+        for threads in (1, 2):
+            buf = rng.integers(0, 256, size, dtype=np.uint8)
+            copy_like_numpy(buf, views, level, threads)
+
+
+@pytest.mark.parametrize("level", SIMD_LEVELS)
+def test_interleaved_byte_columns_of_a_matrix_match_numpy(level):
+    """2-D: m[:, 0::2] <- m[:, 1::2] and the mirror, rows padded or not, rows reversed, and a
+    copy into the other lane of the next row (elements disjoint, rows interleaved)."""
+    rng = np.random.default_rng(level)
+    lanes = (   # (dst, src) of a matrix m whose rows have e columns of whole pairs
+        lambda m, e: (m[:, 0:e:2], m[:, 1:e:2]),
+        lambda m, e: (m[:, 1:e:2], m[:, 0:e:2]),
+        lambda m, e: (m[::-1, 0:e:2], m[:, 1:e:2]),
+        lambda m, e: (m[:-1, 1:e:2], m[1:, 0:e:2]),
+    )
+    for rows, cols, pad in ((3, 70, 0), (5, 33, 1), (64, 130, 3), (2, 2001, 0)):
+        shape, e = (rows, cols + pad), cols // 2 * 2
+        for make in lanes:
+            for threads in (1, 2):
+                base = rng.integers(0, 256, rows * (cols + pad), dtype=np.uint8)
+
+                def views(b, make=make, shape=shape, e=e):
+                    return make(b.reshape(shape), e)
+
+                copy_like_numpy(base, views, level, threads)
+
+
+@settings(max_examples=150)
+@given(n=hs.integers(1, 300), dstep=hs.sampled_from([1, 2, 3, 4, -1, -2, -3, -4]),
+       sstep=hs.sampled_from([2, -2, 3, 1]), do=hs.integers(0, 12), so=hs.integers(0, 12),
+       itemsize=hs.sampled_from([1, 1, 2]), rows=hs.integers(1, 3),
+       level=hs.sampled_from(SIMD_LEVELS), threads=hs.sampled_from([1, 2]),
+       same_step=hs.booleans())
+def test_strided_slices_of_one_buffer_match_numpy(n, dstep, sstep, do, so, itemsize, rows,
+                                                  level, threads, same_step):
+    """Random strided slices of one buffer, often the same step on both sides (interleaved
+    lanes, or coinciding elements), rank 1 or 2: every byte as np.copyto leaves it."""
+    if same_step:
+        sstep = dstep
+    span = max(abs(dstep), abs(sstep)) * (n - 1) + 1 + max(do, so)
+    pitch = span + 3
+    rng = np.random.default_rng(n * 7 + do)
+    buf = rng.integers(0, 256, rows * pitch * itemsize, dtype=np.uint8)
+
+    def lane(m, off, step):
+        stop = off + abs(step) * (n - 1) + 1
+        v = m[:, off:stop:abs(step)]
+        return v[:, ::-1] if step < 0 else v
+
+    def views(b):
+        m = b.view(f"u{itemsize}").reshape(rows, pitch)
+        return lane(m, do, dstep), lane(m, so, sstep)
+
+    copy_like_numpy(buf, views, level, threads)
 
 
 @pytest.mark.parametrize(("shape", "axes", "dtype", "pad"), [

@@ -146,6 +146,107 @@ static inline void st_fill(char *d, const char *v, size_t size, size_t n, int nt
 #endif
 }
 
+/* ---- bytes two apart on both sides (interleaved slices: a[0::2] <- a[1::2]) --------------- */
+/* dst[2k] = src[2k], 0 <= k < n, 1-byte items. Two parts:
+ * - where every byte between the destination's elements (its gaps) is an element of the
+ *   source, 16 or 32 elements a vector: the source's and the destination's bytes loaded, the
+ *   even lanes taken from the source, the odd ones kept, stored back. The gaps are then
+ *   rewritten with the values they hold, and they are bytes that this copy reads, never
+ *   writes, so nothing changes under another writer that the copy itself did not already
+ *   race with. The source is then the destination's other lane in one buffer (a[0::2] <-
+ *   a[1::2], a[1::2] <- a[0::2]: addresses an odd number of bytes apart), and the vectors
+ *   cover all but the ends;
+ * - elsewhere (the ends, a source in another buffer) only the destination's elements are
+ *   stored, four from each 8-byte load of the source.
+ * No load or store leaves [d, d + 2(n-1)] or [s, s + 2(n-1)]; the engine runs this only on
+ * layouts that share no element (overlapping ones are staged), so no store changes a source
+ * byte. Measured in C (AMD EPYC, 64 MiB, 1 thread, a[0::2] <- a[1::2]): byte by byte 15-24 ms,
+ * four stores a load 8.5-13 ms, the vectors 4.5-5.5 ms. */
+ST_INLINE void st_s2_bytes(char *d, const char *s, st_idx k, st_idx end)
+{
+#if ST_HAVE_SSE2   /* (x86: little-endian) */
+    uint64_t a;
+    for (; k + 4 < end; k += 4) {   /* (reads s[2k .. 2k + 7]: element k + 4 exists) */
+        memcpy(&a, s + 2 * k, 8);
+        d[2 * k] = (char)a;
+        d[2 * k + 2] = (char)(a >> 16);
+        d[2 * k + 4] = (char)(a >> 32);
+        d[2 * k + 6] = (char)(a >> 48);
+    }
+#endif
+    for (; k < end; k++) d[2 * k] = s[2 * k];
+}
+
+/* [*lo, *hi): the elements whose vectors of W bytes (W / 2 elements from k) may be rewritten:
+ * every gap of the vector a source element, and the vector's bytes inside both layouts. */
+ST_INLINE void st_s2_vector_range(const char *d, const char *s, st_idx n, st_idx W, st_idx *lo,
+                                  st_idx *hi)
+{
+    /* delta: the source's byte offset from the destination, as integers (the two may lie in
+     * different objects) */
+    const intptr_t delta = (intptr_t)((uintptr_t)s - (uintptr_t)d);
+    intptr_t first, last;
+    *lo = *hi = 0;
+    if ((delta & 1) == 0 || delta <= -2 * (intptr_t)n || delta >= 2 * (intptr_t)n)
+        return;
+    /* gaps 2k+1 .. 2k+W-1 within the source's bytes delta .. delta + 2(n-1), and the vector's
+     * last byte 2k+W-1 within both layouts (2(n-1)) */
+    first = delta > 1 ? (delta - 1) / 2 : 0;
+    last = 2 * ((intptr_t)n - 1);
+    if (delta < 0)
+        last += delta;
+    if (last < (intptr_t)W - 1 + 2 * first)
+        return;
+    *lo = (st_idx)first;
+    *hi = (st_idx)((last - (W - 1)) / 2 + 1);   /* vectors start at k < *hi */
+}
+
+#define ST_DEFINE_S2(NAME, ATTR, VEC, W, LOADU, STOREU, SELECT, MASK)                          \
+ATTR static void NAME(char *d, const char *s, st_idx n)                                       \
+{                                                                                             \
+    st_idx k, lo, hi;                                                                         \
+    const VEC even = MASK;                                                                    \
+    st_s2_vector_range(d, s, n, W, &lo, &hi);                                                 \
+    if (hi <= lo) {                                                                           \
+        st_s2_bytes(d, s, 0, n);                                                              \
+        return;                                                                               \
+    }                                                                                         \
+    st_s2_bytes(d, s, 0, lo);                                                                 \
+    for (k = lo; k < hi; k += W / 2) {                                                        \
+        VEC x = LOADU((const VEC *)(const void *)(s + 2 * k));                                \
+        VEC y = LOADU((const VEC *)(const void *)(d + 2 * k));                                \
+        STOREU((VEC *)(void *)(d + 2 * k), SELECT(y, x, even));                               \
+    }                                                                                         \
+    st_s2_bytes(d, s, k, n);                                                                  \
+}
+
+#if ST_HAVE_SSE2
+#define ST_SELECT_SSE2(y, x, m) _mm_or_si128(_mm_and_si128(m, x), _mm_andnot_si128(m, y))
+ST_DEFINE_S2(st_copy_s2_sse2, , __m128i, 16, _mm_loadu_si128, _mm_storeu_si128, ST_SELECT_SSE2,
+             _mm_set1_epi16(0x00ff))
+#if defined(ST_FILL_AVX2)
+ST_DEFINE_S2(st_copy_s2_avx2, __attribute__((target("avx2"))), __m256i, 32, _mm256_loadu_si256,
+             _mm256_storeu_si256, _mm256_blendv_epi8, _mm256_set1_epi16(0x00ff))
+#endif
+#endif
+
+/* A row of 1-byte items two apart on both sides: 32-byte vectors where the CPU has AVX2,
+ * 16-byte ones below. */
+static inline void st_copy_s2(char *d, const char *s, st_idx n)
+{
+#if defined(ST_FILL_AVX2)
+    if (st_simd >= 2) {
+        st_copy_s2_avx2(d, s, n);
+        return;
+    }
+#endif
+#if ST_HAVE_SSE2
+    st_copy_s2_sse2(d, s, n);
+#else
+    st_s2_bytes(d, s, 0, n);
+#endif
+}
+
 /* ---- copies of any strides -------------------------------------------------------------- */
 
 #define ST_DEFINE_COPY(T, NAME)                                                                \
@@ -175,6 +276,9 @@ static void NAME(char *dst, st_idx dp, st_idx dq, const char *src, st_idx sp, st
             const T *i = s + r * sp;                                                          \
             for (c = 0; c < C; c++) o[c] = i[c * sq];                                         \
         }                                                                                     \
+    } else if (sizeof(T) == 1 && dq == 2 && sq == 2) {                                        \
+        for (r = 0; r < R; r++)                                                               \
+            st_copy_s2((char *)(d + r * dp), (const char *)(s + r * sp), C);                  \
     } else if (R > 1 && dp == 1 && sp == 1) {                                                 \
         /* the rows are the unit-stride dim on both sides: walk them innermost */            \
         for (c = 0; c < C; c++)                                                               \
