@@ -204,6 +204,52 @@ def test_interleaved_bytes_of_one_buffer_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_rows_of_a_few_kib_stay_inside():
+    """Contiguous rows copied 128 bytes a round with the last vector ending at the row's end
+    (blocks.h st_rows_avx2, rows of 32 bytes to 4 KiB on AVX2; st_copy_run and memcpy below
+    that level): padded rows into packed ones and back, every row length 1..300 bytes and
+    around 4 KiB, the source's or the destination's last byte right before a guard page and
+    its first right after the other, every SIMD level, 1 and 2 threads. The destination's
+    page must hold exactly np.copyto's result; the source's must be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(4), guarded.Arena(4)
+        rng = np.random.default_rng(7)
+        problems = 0
+        rows = 3
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for n in (*range(1, 301), 4064, 4095, 4096, 4097):
+                for spad, dpad in ((0, 0), (7, 0), (0, 5), (64, 3)):
+                    sused, dused = rows * (n + spad) - spad, rows * (n + dpad) - dpad
+                    if max(sused, dused) > src_area.size:
+                        continue
+                    for at_end in (False, True):
+                        sbase = src_area.size - sused if at_end else 0
+                        dbase = 0 if at_end else dst_area.size - dused
+                        src_area.bytes[:] = rng.integers(0, 256, src_area.size, dtype=np.uint8)
+                        dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
+                        before = src_area.bytes.copy()
+                        expected = dst_area.bytes.copy()
+                        src = src_area.view(sbase, (rows, n), (n + spad, 1), np.uint8)
+                        dst = dst_area.view(dbase, (rows, n), (n + dpad, 1), np.uint8)
+                        for r in range(rows):
+                            at = dbase + r * (n + dpad)
+                            expected[at:at + n] = src[r]
+                        st.copyto(dst, src, num_threads=1 + n % 2)
+                        if not (np.array_equal(dst_area.bytes, expected)
+                                and np.array_equal(src_area.bytes, before)):
+                            problems += 1
+                            print("wrong", level, n, spad, dpad, at_end)
+        print("problems", problems)
+    """, timeout=900)
+    assert out.strip().splitlines()[-1] == "problems 0", out
+
+
 def test_sentinel_pattern_changes_with_position():
     """A stray store of any single byte value is caught: no 256-byte window of the sentinel
     holds one value twice."""

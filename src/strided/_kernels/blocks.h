@@ -273,6 +273,70 @@ static inline void st_copy_s2(char *d, const char *s, st_idx n)
 #define ST_FILL_FROM 32
 #endif
 
+/* ---- rows of a few KiB: 32-byte moves inline ---------------------------------------------- */
+/* R rows of n bytes (dp and sp bytes apart, never overlapping), ordinary stores. A call to
+ * memcpy a row costs a dispatch and a size switch per row, and st_copy_run moves 16 bytes a
+ * step: on AVX2 machines rows of 32 bytes to ST_ROWS_INLINE_MAX go through this loop instead,
+ * 128 bytes a round (four loads, then four stores: a load never waits on the round's own
+ * stores, whatever the rows' distance modulo 4 KiB), the last 32..127 bytes as vectors ending
+ * at the row's end. Every load and store lies in [s, s + n) and [d, d + n) of its row. */
+/* Measured (AMD EPYC Zen 3, 1 thread, rows of uint8/float32 in the L3, medians of 15, against
+ * torch's copy_ and numpy): 836-byte rows 0.78x -> 1.04x torch, 1024 0.93x -> 1.04x, 512
+ * (st_copy_run before) 1.03x -> 1.08x; 4 MiB padded->packed float32 in bench_copy 0.70x ->
+ * 0.95x torch (a neighbour on the other core). Rows of 8-32 KiB were faster still than memcpy
+ * here (117-121 us against 136-154 us), but glibc copies those with `rep movsb` on Intel, not
+ * measured: the bound stays where glibc itself moves vectors on both vendors. */
+#ifndef ST_ROWS_INLINE_MAX
+#define ST_ROWS_INLINE_MAX 4096
+#endif
+#if defined(ST_FILL_AVX2)
+__attribute__((target("avx2")))
+static void st_rows_avx2(char *d, st_idx dp, const char *s, st_idx sp, st_idx R, size_t n)
+{
+    st_idx r;
+    for (r = 0; r < R; r++, d += dp, s += sp) {
+        size_t k = 0, left;
+        __m256i a0, a1, a2, a3;
+        for (; k + 128 <= n; k += 128) {
+            a0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k));
+            a1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k + 32));
+            a2 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k + 64));
+            a3 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k + 96));
+            _mm256_storeu_si256((__m256i *)(void *)(d + k), a0);
+            _mm256_storeu_si256((__m256i *)(void *)(d + k + 32), a1);
+            _mm256_storeu_si256((__m256i *)(void *)(d + k + 64), a2);
+            _mm256_storeu_si256((__m256i *)(void *)(d + k + 96), a3);
+        }
+        left = n - k;                 /* 0..127; n >= 32, so the last vector fits the row */
+        if (left == 0)
+            continue;
+        a3 = _mm256_loadu_si256((const __m256i *)(const void *)(s + n - 32));
+        if (left > 32) a0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k));
+        if (left > 64) a1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k + 32));
+        if (left > 96) a2 = _mm256_loadu_si256((const __m256i *)(const void *)(s + k + 64));
+        if (left > 32) _mm256_storeu_si256((__m256i *)(void *)(d + k), a0);
+        if (left > 64) _mm256_storeu_si256((__m256i *)(void *)(d + k + 32), a1);
+        if (left > 96) _mm256_storeu_si256((__m256i *)(void *)(d + k + 64), a2);
+        _mm256_storeu_si256((__m256i *)(void *)(d + n - 32), a3);
+    }
+}
+#endif
+
+/* R contiguous rows of n bytes (see st_store_row for `nt`). */
+static inline void st_copy_rows(char *d, st_idx dp, const char *s, st_idx sp, st_idx R,
+                                size_t n, int nt)
+{
+    st_idx r;
+#if defined(ST_FILL_AVX2)
+    if (!(nt & ST_NT) && n >= 32 && n <= ST_ROWS_INLINE_MAX && st_simd >= 2) {
+        st_rows_avx2(d, dp, s, sp, R, n);
+        return;
+    }
+#endif
+    for (r = 0; r < R; r++)
+        st_store_row(d + r * dp, s + r * sp, n, nt);
+}
+
 /* ---- copies of any strides -------------------------------------------------------------- */
 
 #define ST_DEFINE_COPY(T, NAME)                                                                \
@@ -283,9 +347,8 @@ static void NAME(char *dst, st_idx dp, st_idx dq, const char *src, st_idx sp, st
     const T *s = (const T *)src;                                                              \
     st_idx r, c;                                                                              \
     if (dq == 1 && sq == 1) {                                                                 \
-        for (r = 0; r < R; r++)                                                               \
-            st_store_row((char *)(d + r * dp), (const char *)(s + r * sp),                     \
-                         (size_t)C * sizeof(T), nt);                                          \
+        st_copy_rows((char *)d, dp * (st_idx)sizeof(T), (const char *)s,                      \
+                     sp * (st_idx)sizeof(T), R, (size_t)C * sizeof(T), nt);                   \
     } else if (dq == 1 && sq == 0) {                                                          \
         if (C * (st_idx)sizeof(T) >= ST_FILL_FROM) {                                          \
             st_fill((char *)d, dp * (st_idx)sizeof(T), (const char *)s,                       \
