@@ -106,38 +106,31 @@ ST_INLINE void st_fill_short_rows(char *d, st_idx dp, const char *v, st_idx vp, 
 }
 
 #if ST_HAVE_SSE2
-ST_INLINE __m128i st_splat_sse2(const char *v, size_t size)
-{
-    uint16_t h;
-    uint32_t w;
-    int64_t q;
-    switch (size) {
-        case 1: return _mm_set1_epi8((char)*v);
-        case 2: memcpy(&h, v, 2); return _mm_set1_epi16((short)h);
-        case 4: memcpy(&w, v, 4); return _mm_set1_epi32((int)w);
-        case 8: memcpy(&q, v, 8); return _mm_set1_epi64x(q);
-        default: return _mm_loadu_si128((const __m128i *)(const void *)v);
-    }
+/* A vector of W bytes holding the element at v (1, 2, 4, 8 or 16 bytes) over and over: PFX is
+ * the intrinsics' prefix (_mm, _mm256), WIDEN turns a 16-byte element's vector into VEC. */
+#define ST_DEFINE_SPLAT(NAME, ATTR, VEC, PFX, WIDEN)                                          \
+ATTR ST_INLINE VEC NAME(const char *v, size_t size)                                           \
+{                                                                                             \
+    uint16_t h;                                                                               \
+    uint32_t w;                                                                               \
+    int64_t q;                                                                                \
+    switch (size) {                                                                           \
+        case 1: return PFX##_set1_epi8((char)*v);                                             \
+        case 2: memcpy(&h, v, 2); return PFX##_set1_epi16((short)h);                          \
+        case 4: memcpy(&w, v, 4); return PFX##_set1_epi32((int)w);                            \
+        case 8: memcpy(&q, v, 8); return PFX##_set1_epi64x(q);                                \
+        default: return WIDEN(_mm_loadu_si128((const __m128i *)(const void *)v));             \
+    }                                                                                         \
 }
+#define ST_SAME128(x) (x)
+ST_DEFINE_SPLAT(st_splat_sse2, , __m128i, _mm, ST_SAME128)
 ST_DEFINE_FILL(st_fill_sse2, , __m128i, 16, st_splat_sse2, _mm_loadu_si128, _mm_storeu_si128,
                _mm_store_si128, _mm_stream_si128, st_fill_short_rows)
 #if ST_X86_GNU
 #include <immintrin.h>
 #define ST_FILL_AVX2 1
-__attribute__((target("avx2"))) ST_INLINE __m256i st_splat_avx2(const char *v, size_t size)
-{
-    uint16_t h;
-    uint32_t w;
-    int64_t q;
-    switch (size) {
-        case 1: return _mm256_set1_epi8((char)*v);
-        case 2: memcpy(&h, v, 2); return _mm256_set1_epi16((short)h);
-        case 4: memcpy(&w, v, 4); return _mm256_set1_epi32((int)w);
-        case 8: memcpy(&q, v, 8); return _mm256_set1_epi64x(q);
-        default:
-            return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)v));
-    }
-}
+ST_DEFINE_SPLAT(st_splat_avx2, __attribute__((target("avx2"))), __m256i, _mm256,
+                _mm256_broadcastsi128_si256)
 /* (rows of 16-31 bytes: the 16-byte vectors) */
 ST_DEFINE_FILL(st_fill_avx2, __attribute__((target("avx2"))), __m256i, 32, st_splat_avx2,
                _mm256_loadu_si256, _mm256_storeu_si256, _mm256_store_si256, _mm256_stream_si256,
