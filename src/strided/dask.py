@@ -51,6 +51,8 @@ True
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 import itertools
 import math
 import sys
@@ -155,7 +157,7 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
     >>> bool(np.array_equal(out, x.compute().astype(np.float32)))
     True
     """
-    _check_dask(x, "x")
+    _check_input(x, "x", out)
     if isinstance(layout, st.Layout):
         raise ValueError(f"layout must be a label or an order for a dask array, got {layout!r}: "
                          f"a Layout gives the strides of one whole array, not of its blocks")
@@ -170,8 +172,7 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
                              dtype=probe.dtype, casting="unsafe", rounding=rounding,
                              num_threads=num_threads)
     block = functools.partial(_relayout_block, call=call, axis=axis, params=params)
-    meta = np.empty((0,) * x.ndim, probe.dtype)
-    result = x.map_blocks(_lazy(block), dtype=probe.dtype, meta=meta, token="strided-relayout")
+    result = _map_blocks(x, _lazy(block), dtype=probe.dtype, token="strided-relayout")
     if out is None:
         return result
     target = _numpy_out(out, x.shape, probe.dtype)
@@ -222,7 +223,7 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
         ...
     TypeError: cannot copy src of dtype float64 into dst of dtype int8 with casting='same_kind' ...
     """
-    _check_dask(x, "x")
+    _check_input(x, "x", out)
     _refuse_4bit(dtype, "astype")
     params = _Params.of(scale=scale, shift=shift, mean=mean, std=std, max_value=max_value)
     new_dtype = _resolved_dtype(x.dtype, dtype)
@@ -231,8 +232,7 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
     axis = _channel_axis(axis, x.ndim, params)
     probe = _probe(lambda p, **v: call(p, axis=axis, **v), x, axis, params)
     block = functools.partial(_relayout_block, call=call, axis=axis, params=params)
-    meta = np.empty((0,) * x.ndim, probe.dtype)
-    result = x.map_blocks(_lazy(block), dtype=probe.dtype, meta=meta, token="strided-astype")
+    result = _map_blocks(x, _lazy(block), dtype=probe.dtype, token="strided-astype")
     if out is None:
         return result
     _numpy_out(out, x.shape, probe.dtype)
@@ -288,7 +288,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     array([[ 8,  8,  8,  8],
            [ 8,  8, -2, -2]], dtype=int8)
     """
-    _check_dask(x, "x")
+    _check_input(x, "x", out)
     spec = parse_blocked(fmt)
     _check_rank(x, 4, "x", f"blocked format {spec.name!r} packs a rank-4 (N, C, H, W) array")
     params = _Params.of(scale=scale, shift=shift, mean=mean, std=std, max_value=max_value)
@@ -301,9 +301,8 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
     block = functools.partial(_to_blocked_block, call=call, spec=spec, params=params, pad=pad)
     chunks = (x.chunks[0], tuple(-(-c // spec.block) for c in x.chunks[1]), *x.chunks[2:],
               (lanes,))
-    meta = np.empty((0,) * 5, probe.dtype)
-    result = x.map_blocks(block, dtype=probe.dtype, meta=meta, chunks=chunks, new_axis=4,
-                          token="strided-to-blocked")
+    result = _map_blocks(x, block, dtype=probe.dtype, chunks=chunks, new_axis=4,
+                         token="strided-to-blocked")
     if out is None:
         return _physical(result, spec)
     _numpy_out(out, _blocked_shape(spec, x.shape, lanes), probe.dtype)
@@ -354,7 +353,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     >>> x.compute()[0, :, 0, 0]
     array([0., 0., 0., 0., 0., 0.], dtype=float32)
     """
-    _check_dask(y, "y")
+    _check_input(y, "y", out)
     spec = parse_blocked(fmt)
     _check_rank(y, 5, "y", f"{spec.name!r} is a rank-5 array of its physical shape")
     channels = _channel_count(channels)
@@ -368,9 +367,8 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
     block = functools.partial(_from_blocked_block, call=call, spec=spec, params=params,
                               channels=channels)
     chunks = (y.chunks[0], _unblocked_chunks(y.chunks[1], spec.block, channels), *y.chunks[2:4])
-    meta = np.empty((0,) * 4, probe.dtype)
-    result = y.map_blocks(block, dtype=probe.dtype, meta=meta, chunks=chunks, drop_axis=4,
-                          token="strided-from-blocked")
+    result = _map_blocks(y, block, dtype=probe.dtype, chunks=chunks, drop_axis=4,
+                         token="strided-from-blocked")
     if out is None:
         return result
     _numpy_out(out, (y.shape[0], channels, *y.shape[2:4]), probe.dtype)
@@ -481,6 +479,10 @@ def to_zarr(x: Any, array: Any, *, compute: bool = True) -> Any:
     >>> bool(np.array_equal(nhwc[...], x.compute().transpose(0, 2, 3, 1)))
     True
     """
+    if _is_cubed(x):
+        raise TypeError("x is a cubed array: strided.dask.to_zarr writes the blocks of a dask "
+                        "array; write a cubed array with cubed.store(x, array) (or "
+                        "cubed.to_zarr(x, store))")
     _check_dask(x, "x")
     chunks = _stored_chunks(array, "array")
     if tuple(x.shape) != chunks.shape:
@@ -806,11 +808,89 @@ def _physical_shape(shape: tuple[int, ...], spec: BlockedFormat) -> tuple[int, .
 def _physical(result: Any, spec: BlockedFormat) -> Any:
     """to_blocked's dask result in its physical order: CHWN4 blocks were built physically and
     handed over as NCHWx-order views, so this transpose gives every block back contiguous."""
-    return result.transpose(_NCHWX_AS_CHWN) if spec.chwn else result
+    return _transpose(result, _NCHWX_AS_CHWN) if spec.chwn else result
 
 
 def _in_nchwx_order(y: Any, spec: BlockedFormat) -> Any:
-    return y.transpose(_CHWN_AS_NCHWX) if spec.chwn else y
+    return _transpose(y, _CHWN_AS_NCHWX) if spec.chwn else y
+
+
+# --------------------------------------------------------------------------------------------
+# Engines: dask and cubed
+# --------------------------------------------------------------------------------------------
+
+
+def _is_cubed(value: Any) -> bool:
+    """Whether ``value`` is a cubed array (cubed is loaded where one exists: never imported
+    here)."""
+    return "cubed" in sys.modules and isinstance(value, sys.modules["cubed"].Array)
+
+
+def _map_blocks(x: Any, func: Callable[..., Any], *, dtype: np.dtype, token: str,
+                **axes: Any) -> Any:
+    """``func`` over every block of x, on x's engine (``chunks``/``new_axis``/``drop_axis``
+    in ``axes``, as both engines take them).
+
+    dask: with its meta (an empty numpy array of the result's rank) and a deterministic token.
+    cubed: its map_blocks tells a function its block's place by ``block_id`` only (no
+    ``block_info``), so a block function that reads dask's array-location gets it from x's
+    chunks through :func:`_at_block_id`. cubed writes every block to zarr storage: a result
+    dtype zarr has no data type for (bfloat16) would fail only when computed, so it is
+    refused here."""
+    if not _is_cubed(x):
+        rank = x.ndim + ("new_axis" in axes) - ("drop_axis" in axes)
+        meta = np.empty((0,) * rank, dtype)
+        return x.map_blocks(func, dtype=dtype, meta=meta, token=token, **axes)
+    if dtype.type.__module__.startswith("ml_dtypes"):
+        raise TypeError(
+            f"dtype={dtype.name!r} cannot be the result's dtype for a cubed array: cubed stores "
+            f"every block in zarr, which has no {dtype.name} data type; convert a cubed array "
+            f"to a numpy dtype (float16, float32, int8, ...), or use a dask array")
+    if "block_info" in inspect.signature(func).parameters:
+        offsets = tuple(tuple(itertools.accumulate(c, initial=0)) for c in x.chunks)
+        func = functools.partial(_at_block_id, func=func, offsets=offsets)
+    return sys.modules["cubed"].map_blocks(func, x, dtype=dtype, **axes)
+
+
+def _at_block_id(block: np.ndarray, *, func: Callable[..., Any],
+                 offsets: tuple[tuple[int, ...], ...],
+                 block_id: tuple[int, ...] | None = None) -> Any:
+    """A block function of dask's ``block_info`` called by cubed, which gives ``block_id``:
+    the array-location of the input block ``block_id`` (``offsets``: the chunk boundaries of
+    each axis of the input). The whole block when called without (directly)."""
+    if block_id is None:
+        return func(block)
+    location = [(o[i], o[i + 1]) for o, i in zip(offsets, block_id)]
+    return func(block, block_info={0: {"array-location": location}})
+
+
+def _transpose(a: Any, axes: tuple[int, ...]) -> Any:
+    """``a.transpose(axes)``: dask's method, cubed's ``permute_dims`` (its arrays have no
+    transpose method)."""
+    if _is_cubed(a):
+        return sys.modules["cubed"].permute_dims(a, axes)
+    return a.transpose(axes)
+
+
+def _check_input(x: Any, name: str, out: Any) -> None:
+    """x must be a dask array or a cubed array of numpy blocks; ``out=`` a dask array's only."""
+    if not _is_cubed(x):
+        _check_dask(x, name)
+        return
+    if out is not None:
+        raise TypeError(
+            f"out= cannot be given for a cubed array (got out of type "
+            f"{type(out).__module__}.{type(out).__qualname__}): cubed writes every block to "
+            f"its own storage, in tasks that cannot reach out; leave out=None and compute the "
+            f"result (result.compute()), or write it with cubed.store(result, out) "
+            f"(cubed.to_zarr(result, store) for a zarr store)")
+    namespace = importlib.import_module("cubed.backend_array_api").namespace
+    kind = type(namespace.empty(0))
+    if kind is not np.ndarray:
+        raise TypeError(
+            f"{name} is a cubed array of {kind.__module__}.{kind.__qualname__} blocks (cubed's "
+            f"backend array API is {namespace.__name__}): strided.dask converts numpy blocks "
+            f"(leave CUBED_BACKEND_ARRAY_API_MODULE unset, or set it to numpy)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -826,7 +906,7 @@ def _check_dask(x: Any, name: str) -> None:
         raise TypeError(
             f"{name} must be a dask array (dask.array.Array), got {kind}: for an array in "
             f"memory call strided.{'relayout'} and friends, or wrap it with "
-            f"dask.array.from_array(...)")
+            f"dask.array.from_array(...); a cubed array (cubed.Array) is accepted too")
     if any(math.isnan(size) for size in x.shape):
         raise ValueError(f"{name} has unknown chunk sizes (shape {x.shape}): call "
                          f"{name}.compute_chunk_sizes() first (the blocks' places are needed)")
