@@ -27,6 +27,18 @@ dask assembles a computed array with ``np.concatenate`` (a single block too): th
 :func:`from_zarr` and :func:`to_zarr` read and write a zarr array's whole chunks as the bytes
 they are stored as (where they are plain bytes), without zarr-python's copies in between.
 
+cubed arrays (`cubed <https://cubed-dev.github.io/cubed/>`_, bounded-memory, its intermediate
+arrays in zarr) go through the four calls too and come back as cubed arrays, each block through
+the same strided call (cubed's ``map_blocks`` tells a block only its ``block_id``: its channels
+are found from the array's chunks). cubed is never imported here: a cubed array means it is
+loaded. What cubed cannot take is refused when the call is made (:class:`TypeError`, saying
+what to do instead): ``out=`` (cubed's tasks write to its own storage: compute the result, or
+``cubed.store`` it), :func:`to_zarr` (``cubed.store``/``cubed.to_zarr``), a bfloat16 result
+(zarr has no such data type), a backend array API other than numpy. cubed stores every block
+in zarr, so only the values of a block survive, never its layout: :func:`relayout` of a cubed
+array converts (dtype, scale, ...) as strided does, bit for bit, and its layout changes nothing
+cubed keeps.
+
 Examples
 --------
 >>> import numpy as np
@@ -105,7 +117,7 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
 
     Parameters
     ----------
-    x : dask.array.Array
+    x : dask.array.Array or cubed.Array
         numpy-backed, any chunks.
     layout : str or tuple of int
         The physical order of every block: a label (``"NHWC"``, ``"F"``, ...) or the axes in
@@ -122,18 +134,21 @@ def relayout(x: Any, layout: str | Sequence[int], *, dtype: Any = None, scale: A
         each block is written into its region by strided. A zarr array is written as
         :func:`to_zarr` writes (whole chunks as their stored bytes), any other array that
         takes region assignment with ``da.store``; its chunks (shards, when it has them) must
-        not be cut by the blocks, which write concurrently.
+        not be cut by the blocks, which write concurrently. Not for a cubed ``x``
+        (:class:`TypeError`): compute the result, or ``cubed.store`` it.
 
     Returns
     -------
-    dask.array.Array or array
-        Lazy, of x's shape and chunks and the result's dtype; ``out`` when given. A computed
-        result is row-major (dask concatenates blocks); each block is ``layout``.
+    dask.array.Array or cubed.Array or array
+        Lazy, of x's shape and chunks and the result's dtype, of x's kind; ``out`` when given.
+        A computed result is row-major (dask concatenates blocks; cubed stores them in zarr);
+        each block of a dask result is ``layout``.
 
     Raises
     ------
     TypeError
-        ``x`` is not a numpy-backed dask array; the errors of :func:`strided.relayout`.
+        ``x`` is not a numpy-backed dask or cubed array; ``out`` or a bfloat16 ``dtype`` for a
+        cubed ``x``; the errors of :func:`strided.relayout`.
     ValueError
         ``layout`` is a Layout, a 4-bit ``dtype`` (its containers change the shape: use
         :func:`to_blocked`), ``out`` does not fit; the errors of :func:`strided.relayout`.
@@ -190,10 +205,11 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
 
     Parameters
     ----------
-    x : dask.array.Array
+    x : dask.array.Array or cubed.Array
         numpy-backed, any chunks.
     dtype : dtype
-        The result's dtype (numpy's, or ``"bfloat16"`` through ml_dtypes).
+        The result's dtype (numpy's, or ``"bfloat16"`` through ml_dtypes: not for a cubed
+        ``x``, whose blocks zarr stores).
     scale, shift, axis, mean, std, max_value, rounding :
         As :func:`strided.copyto`; vectors are per channel along ``axis``, cut per block.
     casting : {"no", "equiv", "safe", "same_kind", "unsafe"}
@@ -202,12 +218,13 @@ def astype(x: Any, dtype: Any, *, scale: Any = None, shift: Any = None, axis: in
         Threads of each block's copy. Default 1: dask already runs one block per core.
     out : array, optional
         Compute now, straight into ``out`` (any strides for a numpy array), as
-        :func:`relayout`'s ``out``.
+        :func:`relayout`'s ``out`` (not for a cubed ``x``).
 
     Returns
     -------
-    dask.array.Array or array
-        Lazy, of x's shape and chunks, C-ordered blocks of ``dtype``; ``out`` when given.
+    dask.array.Array or cubed.Array or array
+        Lazy, of x's kind, shape and chunks, C-ordered blocks of ``dtype``; ``out`` when
+        given.
 
     Examples
     --------
@@ -254,7 +271,7 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
 
     Parameters
     ----------
-    x : dask.array.Array
+    x : dask.array.Array or cubed.Array
         numpy-backed, rank 4 ``(N, C, H, W)``, any chunks.
     fmt : str or BlockedFormat
         ``"NCHWx"``, ``"nChw{x}c"`` or ``"CHWN4"`` (see :func:`strided.to_blocked`).
@@ -265,12 +282,12 @@ def to_blocked(x: Any, fmt: str | BlockedFormat, *, dtype: Any = None, scale: An
         Threads of each block's copy. Default 1: dask already runs one block per core.
     out : array, optional
         Compute now, straight into ``out`` (the physical shape and the result's dtype, any
-        strides for a numpy array), as :func:`relayout`'s ``out``.
+        strides for a numpy array), as :func:`relayout`'s ``out`` (not for a cubed ``x``).
 
     Returns
     -------
-    dask.array.Array or array
-        Lazy, of the physical shape; ``out`` when given.
+    dask.array.Array or cubed.Array or array
+        Lazy, of x's kind and the physical shape; ``out`` when given.
 
     Examples
     --------
@@ -322,7 +339,7 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
 
     Parameters
     ----------
-    y : dask.array.Array
+    y : dask.array.Array or cubed.Array
         numpy-backed, rank 5, of ``fmt``'s physical shape, any chunks.
     fmt : str or BlockedFormat
         As :func:`to_blocked`.
@@ -334,12 +351,13 @@ def from_blocked(y: Any, fmt: str | BlockedFormat, *, channels: int, dtype: Any 
         Threads of each block's copy. Default 1: dask already runs one block per core.
     out : array, optional
         Compute now, straight into ``out`` (``(N, channels, H, W)``, any strides for a numpy
-        array), as :func:`relayout`'s ``out``.
+        array), as :func:`relayout`'s ``out`` (not for a cubed ``y``).
 
     Returns
     -------
-    dask.array.Array or array
-        Lazy, of shape ``(N, channels, H, W)``, row-major blocks; ``out`` when given.
+    dask.array.Array or cubed.Array or array
+        Lazy, of y's kind and shape ``(N, channels, H, W)``, row-major blocks; ``out`` when
+        given.
 
     Examples
     --------
@@ -394,7 +412,8 @@ def from_zarr(array: Any) -> Any:
     Returns
     -------
     dask.array.Array
-        Lazy, of the array's shape, dtype and chunks; numpy blocks, writable, C-ordered.
+        Lazy, of the array's shape, dtype and chunks; numpy blocks, writable, C-ordered. (A
+        cubed array of a zarr array is ``cubed.from_zarr``'s.)
 
     Raises
     ------
@@ -453,7 +472,8 @@ def to_zarr(x: Any, array: Any, *, compute: bool = True) -> Any:
     Raises
     ------
     TypeError
-        ``x`` is not a numpy-backed dask array, ``array`` not a zarr array.
+        ``x`` is not a numpy-backed dask array (a cubed array: write it with
+        ``cubed.store(x, array)``), ``array`` not a zarr array.
     ValueError
         Shapes differ, or a block cuts a stored chunk.
 
