@@ -484,9 +484,9 @@ def test_errors_of_strided_are_its_own_words():
         assert str(mine.value) == str(theirs.value)
 
 
-def test_cubed_arrays_are_refused_clearly():
-    """cubed's arrays are not dask arrays: refused, naming the type and what is accepted
-    (cubed's own map_blocks has no block_info: see the module's docs)."""
+def test_other_array_types_are_refused_clearly():
+    """An array that is neither a dask nor a cubed array is refused, naming its type and what
+    is accepted (cubed arrays themselves: tests/chunked/test_cubed.py)."""
     class NotDask:
         shape, dtype, ndim = (2, 3), np.dtype(np.float32), 2
 
