@@ -51,8 +51,10 @@ enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below 
  * one of a strip of blocks that write the same destination rows left to right, and a line that
  * straddles two blocks is finished from a per-row carry (st_stitch_row); ST_FRESH: no carry
  * from a previous block (the strip, or this thread's share, starts here); ST_LAST: the strip
- * or the share ends here, so the carries are written out. */
-enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8 };
+ * or the share ends here, so the carries are written out. ST_FETCH / ST_FETCH_DOWN (staged
+ * transposes): the next block is the C source columns after this block's / the R rows below
+ * it; fetch its source while this block's rows are written out. */
+enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8, ST_FETCH = 16, ST_FETCH_DOWN = 32 };
 
 /* ---- what the CPU offers ------------------------------------------------------------------ */
 /* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target

@@ -39,14 +39,18 @@
 /* A hint to fetch the line at p; never faults, whatever p. */
 #if defined(__GNUC__) || defined(__clang__)
 #define ST_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#define ST_PREFETCH_L2(p) __builtin_prefetch((p), 0, 1)   /* a block's worth: not into L1 */
 #else
 #define ST_PREFETCH(p) ((void)(p))
+#define ST_PREFETCH_L2(p) ((void)(p))
 #endif
-/* Before writing out tile row r: row r's share of the next block's source lines. */
+/* Before writing out tile row r: row r's share of the next block's source lines, which are
+ * `cols_` runs of `run_` lines, `gap_` bytes apart. */
 #define ST_PREFETCH_NEXT(r)                                                                   \
     do {                                                                                      \
         st_idx l_ = (r) * per_, e_ = l_ + per_ < lines_ ? l_ + per_ : lines_;                 \
-        for (; l_ < e_; l_++) ST_PREFETCH(next_ + ST_LINE * l_);                              \
+        for (; l_ < e_; l_++)                                                                 \
+            ST_PREFETCH_L2(next_ + gap_ * (l_ / run_) + ST_LINE * (l_ % run_));               \
     } while (0)
 #define ST_LINE 64            /* bytes in a cache line */
 #define ST_LINE_OF(T) ((st_idx)(ST_LINE / sizeof(T)))
@@ -65,12 +69,18 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
     const TS *s = (const TS *)src;                                                            \
     TD *buf = dp == C && C * (st_idx)sizeof(TD) <= ST_DIRECT_ROW ? d : (TD *)(void *)scratch; \
     st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
-    /* the next block of a strip reads the C source columns after these: when each column is  \
-     * one dense run (sq == R: pixels), fetch them while this block's rows are written out    \
-     * (measured, NHWC -> NCHW with 64 floats, 64 MiB, rows not line-aligned: 0.7x -> 0.95x   \
-     * the forward copy; DRAM reads otherwise stall the next block's first micro-tiles) */    \
-    const char *next_ = (const char *)(s + C * sq);                                           \
-    st_idx lines_ = sq == R ? C * sq * (st_idx)sizeof(TS) / ST_LINE : 0, per_ = lines_ / R + 1; \
+    /* the next block of a strip reads the C source columns after these: fetch them while     \
+     * this block's rows are written out, when they are one dense run (sq == R: pixels;       \
+     * measured, NHWC -> NCHW with 64 floats, 64 MiB, rows not line-aligned: 0.7x -> 0.95x    \
+     * the forward copy; DRAM reads otherwise stall the next block's first micro-tiles) or    \
+     * when the caller says where the next block is (ST_FETCH*: C runs of R items) */        \
+    const char *next_ = (const char *)((nt & ST_FETCH_DOWN) ? s + R : s + C * sq);            \
+    const st_idx gap_ = sq * (st_idx)sizeof(TS);                                              \
+    const st_idx run_ = sq == R ? C * gap_ / ST_LINE + 1                                      \
+                                : R * (st_idx)sizeof(TS) / ST_LINE + 2;                       \
+    const st_idx lines_ = sq == R ? run_ - 1                                                  \
+                          : (nt & (ST_FETCH | ST_FETCH_DOWN)) ? C * run_ : 0;                 \
+    const st_idx per_ = lines_ / R + 1;                                                       \
     if (buf == d) {                                                                           \
         /* one vector per destination row, rows back to back: write them in order */          \
         for (r0 = 0; r0 < rf; r0 += M)                                                        \
