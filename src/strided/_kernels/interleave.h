@@ -17,25 +17,31 @@
 #include <tmmintrin.h>
 #define ST_HAVE_SSSE3_DISPATCH 1
 
+/* st_rgb_mask[3 * v + ch], byte k: output byte 16v + k of 16 pixels holds pixel (16v + k) / 3,
+ * channel (16v + k) % 3, from byte (16v + k) / 3 of plane ch; -1 (high bit set) zeroes it */
+static const int8_t st_rgb_mask[9][16] = {
+    {0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5},
+    {-1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1},
+    {-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1},
+    {-1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10, -1},
+    {5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10},
+    {-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1},
+    {-1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1, -1},
+    {-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1},
+    {10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15},
+};
+
+/* Pixels r0.. of three planes, 16 at a time: three shuffles and two ORs per 16 output bytes.
+ * Returns the pixels done. */
 __attribute__((target("ssse3")))
-static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx R)
+static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx r0, st_idx R)
 {
-    /* mask[3 * v + ch], byte k: output byte 16v + k holds pixel (16v + k) / 3, channel
-     * (16v + k) % 3; -1 (high bit set) zeroes the byte */
-    const __m128i mask[9] = {
-        _mm_setr_epi8(0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5),
-        _mm_setr_epi8(-1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1),
-        _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1),
-        _mm_setr_epi8(-1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10, -1),
-        _mm_setr_epi8(5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10),
-        _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1),
-        _mm_setr_epi8(-1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1, -1),
-        _mm_setr_epi8(-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1),
-        _mm_setr_epi8(10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15),
-    };
+    __m128i mask[9];
     st_idx r;
     int v;
-    for (r = 0; r + 16 <= R; r += 16) {
+    for (v = 0; v < 9; v++) mask[v] = ST_LOADU(st_rgb_mask[v]);
+    for (r = r0; r + 16 <= R; r += 16) {
+
         __m128i p0 = ST_LOADU(s + r), p1 = ST_LOADU(s + sq + r), p2 = ST_LOADU(s + 2 * sq + r);
         for (v = 0; v < 3; v++)
             ST_STOREU(d + 3 * r + 16 * v,
@@ -49,6 +55,40 @@ static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx R)
 static int st_has_ssse3(void) { return st_simd >= 1; }
 #else
 #define ST_HAVE_SSSE3_DISPATCH 0
+#endif
+
+#if ST_HAVE_AVX2_DISPATCH
+#define ST_BCAST128(p) _mm256_broadcastsi128_si256(ST_LOADU(p))
+#endif
+
+#if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
+/* The same shuffles on 32 pixels at once: lane 0 of each plane's vector holds pixels r..r+15,
+ * lane 1 pixels r+16..r+31, so x[v] holds output vector v of both halves; two blends and two
+ * lane permutes put the 96 output bytes in order for three 32-byte stores. Half the shuffles
+ * per byte of the SSSE3 loop. Returns the pixels done (a multiple of 32). */
+ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R)
+{
+    __m256i mask[9], x[3];
+    st_idx r;
+    int v;
+    for (v = 0; v < 9; v++) mask[v] = ST_BCAST128(st_rgb_mask[v]);
+    for (r = 0; r + 32 <= R; r += 32) {
+        const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + r));
+        const __m256i p1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + sq + r));
+        const __m256i p2 = _mm256_loadu_si256((const __m256i *)(const void *)(s + 2 * sq + r));
+        char *o = d + 3 * r;
+        for (v = 0; v < 3; v++)
+            x[v] = _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(p0, mask[3 * v]),
+                                                   _mm256_shuffle_epi8(p1, mask[3 * v + 1])),
+                                   _mm256_shuffle_epi8(p2, mask[3 * v + 2]));
+        /* x = (A0 B0) (A1 B1) (A2 B2); the output is A0 A1 A2 B0 B1 B2 */
+        _mm256_storeu_si256((__m256i *)(void *)o, _mm256_permute2x128_si256(x[0], x[1], 0x20));
+        _mm256_storeu_si256((__m256i *)(void *)(o + 32), _mm256_blend_epi32(x[2], x[0], 0xF0));
+        _mm256_storeu_si256((__m256i *)(void *)(o + 64),
+                            _mm256_permute2x128_si256(x[1], x[2], 0x31));
+    }
+    return r;
+}
 #endif
 
 static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, st_idx C)
@@ -74,8 +114,11 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
         }
     }
 #endif
+#if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
+    if (C == 3 && st_simd >= 2) r = st_rgb_avx2(d, s, sq, R);
+#endif
 #if ST_HAVE_SSSE3_DISPATCH
-    if (C == 3 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, R);
+    if (C == 3 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, r, R);
 #endif
     return r;
 }
@@ -223,7 +266,6 @@ ST_SSSE3 static st_idx st_deint_ssse3(int lw, char *d, st_idx dpb, const char *s
 #endif
 
 #if ST_HAVE_AVX2_DISPATCH
-#define ST_BCAST128(p) _mm256_broadcastsi128_si256(ST_LOADU(p))
 
 ST_AVX2 static inline __attribute__((always_inline))
 st_idx st_deint_avx2_body(int lw, char *d, st_idx dpb, const char *s, const int S, const int R,
