@@ -471,6 +471,14 @@ def _deinterleaves(rng):
                 H, W = (int(v) for v in rng.choice(SIZES, 2))
                 out.append(Case((R, H, W), (H * W, W, 1), (1, W * S, S), itemsize=k,
                                 label=f"{R} of {S} HW"))
+    # streaming stores forced on: planes a multiple of 64 bytes apart, so that the AVX2
+    # kernels stream the whole lines between an ordinary head and tail
+    for k in (1, 2, 4):
+        for S in (2, 3, 4):
+            for n in (32, 33, 63, 64, 65, 100, 129, 200, 1000):
+                pitch = -(-n * k // 64) * 64 // k + int(rng.choice((0, 64 // k)))
+                out.append(Case((S, n), (pitch, 1), (1, S), itemsize=k,
+                                copy_tune=COPY_TUNES["streamed"], label=f"{S} of {S} streamed"))
     return out
 
 

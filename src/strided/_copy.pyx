@@ -494,6 +494,9 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # whole groups of pixels (64 covers a group at every width)
         P.BR = P.R
         P.BC = min(P.C, max(<int64_t>64, per // P.R // 64 * 64))
+        # whole lines of the planes stream (the AVX2 kernels, every plane of the pixels): a
+        # third of the traffic saved
+        P.nt = ST_NT if stream and P.R == P.sq else 0
     else:
         P.BC = min(P.C, per)
         P.BR = min(P.R, max(<int64_t>1, per // P.BC))

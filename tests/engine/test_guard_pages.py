@@ -293,6 +293,56 @@ def test_rgb_pixels_of_every_length_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_streamed_planes_of_every_length_stay_inside():
+    """Dense pixels of 2, 3 and 4 items of 1, 2 and 4 bytes into planes a multiple of 64 bytes
+    apart, streaming stores forced on (interleave.h: the AVX2 deinterleave streams the whole
+    lines of every plane between an ordinary head and tail that may overlap them): every
+    pixel count 1..160 and a few long ones, the planes starting at every 16th byte of a line,
+    the pixels' or the last plane's last byte right before a guard page, every SIMD level, 1
+    and 2 threads. The destination's pages must hold exactly the planes and nothing else."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(3), guarded.Arena(3)
+        rng = np.random.default_rng(13)
+        _copy._tune(nt_bytes=0)
+        problems = 0
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for k, dtype in ((1, np.uint8), (2, np.uint16), (4, np.float32)):
+                for S in (2, 3, 4):
+                    for n in (*range(1, 161), 1000, 1001):
+                        pitch = -(-n * k // 64) * 64
+                        for lead in (0, 16, 48):
+                            sused, dused = S * n * k, (S - 1) * pitch + n * k + lead
+                            if max(sused, dused) > src_area.size:
+                                continue
+                            at_end = (n + lead) % 2 == 1
+                            sbase = src_area.size - sused if at_end else 0
+                            dbase = lead if at_end else dst_area.size - dused + lead
+                            src_area.bytes[:] = rng.integers(0, 256, src_area.size,
+                                                             dtype=np.uint8)
+                            dst_area.bytes[:] = rng.integers(0, 256, dst_area.size,
+                                                             dtype=np.uint8)
+                            pixels = src_area.view(sbase, (n, S), (S, 1), dtype)
+                            planes = dst_area.view(dbase, (S, n), (pitch // k, 1), dtype)
+                            expected = dst_area.bytes.copy()
+                            for p in range(S):
+                                at = dbase + p * pitch
+                                plane = np.ascontiguousarray(pixels[:, p])
+                                expected[at:at + n * k] = plane.view(np.uint8)
+                            st.copyto(planes, pixels.T, num_threads=1 + n % 2)
+                            if not np.array_equal(dst_area.bytes, expected):
+                                problems += 1
+                                print("wrong", level, k, S, n, lead, at_end)
+        print("problems", problems)
+    """, timeout=900)
+    assert out.strip().splitlines()[-1] == "problems 0", out
+
+
 def test_sentinel_pattern_changes_with_position():
     """A stray store of any single byte value is caught: no 256-byte window of the sentinel
     holds one value twice."""

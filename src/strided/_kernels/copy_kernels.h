@@ -79,7 +79,7 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
     if (kind == ST_BLOCK_TRANSPOSE) {
         if (R >= 2 && R * itemsize < 16 && sq <= ST_DEINT_MAX) {
             /* a few planes out of dense pixels (HWC -> CHW): all of C, or none when short */
-            if (st_deinterleave(itemsize, dst, dp, src, sq, R, C))
+            if (st_deinterleave(itemsize, dst, dp, src, sq, R, C, nt))
                 return;
         }
         if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {

@@ -267,15 +267,66 @@ ST_SSSE3 static st_idx st_deint_ssse3(int lw, char *d, st_idx dpb, const char *s
 
 #if ST_HAVE_AVX2_DISPATCH
 
+/* One group of the AVX2 body at pixel c (two 16-byte groups, one per lane), each plane's
+ * 32 bytes stored with STORE. */
+#define ST_DEINT_AVX2_GROUP(c, STORE)                                                         \
+    do {                                                                                      \
+        const char *g_ = s + (((c) * S) << lw);                                               \
+        for (v = 0; v < S; v++)   /* lane 0: this group, lane 1: the next one */              \
+            in[v] = _mm256_inserti128_si256(_mm256_castsi128_si256(ST_LOADU(g_ + 16 * v)),    \
+                                            ST_LOADU(g_ + 16 * (S + v)), 1);                  \
+        if (sorted) {                                                                         \
+            ST_DEINT_SORTED(__m256i, _mm256_shuffle_epi8, _mm256_unpacklo_epi32,              \
+                            _mm256_unpackhi_epi32, _mm256_unpacklo_epi64,                     \
+                            _mm256_unpackhi_epi64);                                           \
+            for (k = 0; k < R; k++)                                                           \
+                STORE((__m256i *)(void *)(d + k * dpb + ((c) << lw)), out[k]);                \
+            break;                                                                            \
+        }                                                                                     \
+        for (k = 0; k < R; k++) {                                                             \
+            __m256i acc;                                                                      \
+            if (blend) {                                                                      \
+                acc = in[0];                                                                  \
+                for (v = 1; v < S; v++) acc = _mm256_blendv_epi8(acc, in[v], m[v][k]);        \
+                acc = _mm256_shuffle_epi8(acc, pm[k]);                                        \
+            } else {                                                                          \
+                acc = _mm256_shuffle_epi8(in[0], m[0][k]);                                    \
+                for (v = 1; v < S; v++)                                                       \
+                    acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(in[v], m[v][k]));          \
+            }                                                                                 \
+            STORE((__m256i *)(void *)(d + k * dpb + ((c) << lw)), acc);                       \
+        }                                                                                     \
+    } while (0)
+
+/* The pixels of whole 64-byte lines of every plane, [*lo, *hi), for streaming stores: where
+ * the planes start at one offset in a line (dpb a multiple of 64) and a line boundary falls
+ * on a pixel; else an empty range. Also empty for planes a multiple of 2 KiB apart, whose
+ * streamed lines share their low address bits: 3 planes of 12-16 MiB (36-48 MiB written, 1
+ * thread, AMD EPYC Zen 3) took 1.1-1.35x the time of ordinary stores at distances of
+ * 2^11-2^24 x an odd number of bytes, and 0.88-0.93x at 2^6-2^10 x odd. */
+static inline void st_deint_lines(int lw, const char *d, st_idx dpb, st_idx C, st_idx *lo,
+                                  st_idx *hi)
+{
+    const st_idx head = (st_idx)((64 - ((uintptr_t)d & 63)) & 63);
+    *lo = *hi = 0;
+    if (dpb % 64 || dpb % 2048 == 0 || head % ((st_idx)1 << lw) || (head >> lw) >= C)
+        return;
+    *lo = head >> lw;
+    *hi = *lo + ((((C - *lo) << lw) / 64 * 64) >> lw);
+}
+
+/* `stream`: the groups inside whole lines (st_deint_lines) store with streaming stores, the
+ * head and tail around them ordinary ones (groups there may overlap the streamed ones: they
+ * rewrite the same values). The caller fences. */
 ST_AVX2 static inline __attribute__((always_inline))
 st_idx st_deint_avx2_body(int lw, char *d, st_idx dpb, const char *s, const int S, const int R,
-                          st_idx C, const st_deint_masks *mk)
+                          st_idx C, const st_deint_masks *mk, int stream)
 {
     const st_idx P = 16 >> lw, step = 2 * P;
     const int sorted = (S == 2 || S == 4) && P >= S, blend = S & 1;
     __m256i m[ST_DEINT_MAX][ST_DEINT_MAX], pm[ST_DEINT_MAX], in[ST_DEINT_MAX], out[4];
     __m256i srt = ST_BCAST128(mk->sort);
-    st_idx c;
+    st_idx c = 0, lo = 0, hi = 0;
     int v, k;
     if (!sorted)
         for (k = 0; k < R; k++) {
@@ -283,49 +334,36 @@ st_idx st_deint_avx2_body(int lw, char *d, st_idx dpb, const char *s, const int 
             for (v = 0; v < S; v++)
                 m[v][k] = blend ? ST_BCAST128(mk->sel[v][k]) : ST_BCAST128(mk->or_[v][k]);
         }
-    for (c = 0; c < C; c += step) {
-        const char *g;
+    if (stream)
+        st_deint_lines(lw, d, dpb, C, &lo, &hi);
+    if (hi - lo >= step) {
+        for (c = 0; c < lo; c += step)   /* the head: up to the first line, ordinary stores */
+            ST_DEINT_AVX2_GROUP(c + step <= lo ? c : lo > step ? lo - step : 0,
+                                _mm256_storeu_si256);
+        for (c = lo; c + step <= hi; c += step)
+            ST_DEINT_AVX2_GROUP(c, _mm256_stream_si256);
+        if (c >= C)
+            return C;
+    }
+    for (; c < C; c += step) {
         if (c + step > C) c = C - step;
-        g = s + ((c * S) << lw);
-        for (v = 0; v < S; v++)   /* lane 0: this group, lane 1: the next one */
-            in[v] = _mm256_inserti128_si256(_mm256_castsi128_si256(ST_LOADU(g + 16 * v)),
-                                            ST_LOADU(g + 16 * (S + v)), 1);
-        if (sorted) {
-            ST_DEINT_SORTED(__m256i, _mm256_shuffle_epi8, _mm256_unpacklo_epi32,
-                            _mm256_unpackhi_epi32, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64);
-            for (k = 0; k < R; k++)
-                _mm256_storeu_si256((__m256i *)(void *)(d + k * dpb + (c << lw)), out[k]);
-            continue;
-        }
-        for (k = 0; k < R; k++) {
-            __m256i acc;
-            if (blend) {
-                acc = in[0];
-                for (v = 1; v < S; v++) acc = _mm256_blendv_epi8(acc, in[v], m[v][k]);
-                acc = _mm256_shuffle_epi8(acc, pm[k]);
-            } else {
-                acc = _mm256_shuffle_epi8(in[0], m[0][k]);
-                for (v = 1; v < S; v++)
-                    acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(in[v], m[v][k]));
-            }
-            _mm256_storeu_si256((__m256i *)(void *)(d + k * dpb + (c << lw)), acc);
-        }
+        ST_DEINT_AVX2_GROUP(c, _mm256_storeu_si256);
     }
     return C;
 }
 
 ST_AVX2 static st_idx st_deint_avx2(int lw, char *d, st_idx dpb, const char *s, int S, int R,
-                                    st_idx C)
+                                    st_idx C, int stream)
 {
     st_deint_masks mk;
     const st_idx whole = ST_DEINT_WHOLE(S, R, C);
     if (whole < (32 >> lw))
         return 0;
     st_deint_build(&mk, lw, S, R);
-    if (S == R && S == 2) return st_deint_avx2_body(lw, d, dpb, s, 2, 2, C, &mk);
-    if (S == R && S == 3) return st_deint_avx2_body(lw, d, dpb, s, 3, 3, C, &mk);
-    if (S == R && S == 4) return st_deint_avx2_body(lw, d, dpb, s, 4, 4, C, &mk);
-    st_deint_avx2_body(lw, d, dpb, s, S, R, whole, &mk);
+    if (S == R && S == 2) return st_deint_avx2_body(lw, d, dpb, s, 2, 2, C, &mk, stream);
+    if (S == R && S == 3) return st_deint_avx2_body(lw, d, dpb, s, 3, 3, C, &mk, stream);
+    if (S == R && S == 4) return st_deint_avx2_body(lw, d, dpb, s, 4, 4, C, &mk, stream);
+    st_deint_avx2_body(lw, d, dpb, s, S, R, whole, &mk, 0);
     st_deint_last(lw, d, dpb, s, S, R, whole, C);
     return C;
 }
@@ -383,16 +421,19 @@ static st_idx st_deint_sse2(int lw, char *d, st_idx dpb, const char *s, int S, i
 #endif
 
 /* The best deinterleave this CPU runs (st_simd), for items of 1, 2 or 4 bytes and pixels of
- * 2 <= S <= ST_DEINT_MAX items (R <= S planes; dp in items): the pixels done, C or 0. */
+ * 2 <= S <= ST_DEINT_MAX items (R <= S planes; dp in items): the pixels done, C or 0. With
+ * ST_NT in `nt`, whole lines of the planes may be written with streaming stores (AVX2, R = S:
+ * the caller fences). */
 static st_idx st_deinterleave(int itemsize, char *d, st_idx dp, const char *s, st_idx S,
-                              st_idx R, st_idx C)
+                              st_idx R, st_idx C, int nt)
 {
     int lw = itemsize == 1 ? 0 : itemsize == 2 ? 1 : 2;
     st_idx done = 0;
     if (R < 2 || R > S || S > ST_DEINT_MAX || !(itemsize == 1 || itemsize == 2 || itemsize == 4))
         return 0;
 #if ST_HAVE_AVX2_DISPATCH
-    if (st_simd >= 2 && (done = st_deint_avx2(lw, d, dp * itemsize, s, (int)S, (int)R, C)))
+    if (st_simd >= 2 &&
+        (done = st_deint_avx2(lw, d, dp * itemsize, s, (int)S, (int)R, C, nt & ST_NT)))
         return done;
 #endif
 #if ST_HAVE_SSSE3_DISPATCH
@@ -404,6 +445,7 @@ static st_idx st_deinterleave(int itemsize, char *d, st_idx dp, const char *s, s
 #else
     (void)lw; (void)d; (void)dp; (void)s; (void)C;
 #endif
+    (void)nt;
     return done;
 }
 
