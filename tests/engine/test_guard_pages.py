@@ -251,26 +251,30 @@ def test_rows_of_a_few_kib_stay_inside():
 
 
 def test_rgb_pixels_of_every_length_stay_inside():
-    """Three byte planes into dense RGB pixels (interleave.h: st_rgb_avx2, 32 pixels a step in
-    three 32-byte stores; st_rgb_ssse3, 16 a step; bytes after that): every pixel count
-    1..200 and a few long ones, planes back to back or padded, the planes' last byte or the
-    pixels' last byte right before a guard page and the other operand's first right after
-    one, every SIMD level, 1 and 2 threads. The destination's pages must hold exactly the
-    interleaved planes and nothing else; the source's must be unchanged."""
+    """Three or four byte planes into dense pixels (interleave.h: st_rgb_avx2, 32 RGB pixels a
+    step in three 32-byte stores; st_rgb_ssse3, 16 a step; 4-byte pixels 16 a step; bytes
+    after that), with ordinary stores and with streaming stores forced on (whole output lines
+    streamed between an ordinary head and tail): every pixel count 1..200 and a few long
+    ones, planes back to back or padded, the planes' last byte or the pixels' last byte right
+    before a guard page and the other operand's first right after one, every SIMD level, 1
+    and 2 threads. The destination's pages must hold exactly the interleaved planes and
+    nothing else; the source's must be unchanged."""
     out = run_isolated("""
         import numpy as np
         import strided as st
         from strided import _copy
         import guarded
 
-        src_area, dst_area = guarded.Arena(2), guarded.Arena(2)
+        src_area, dst_area = guarded.Arena(3), guarded.Arena(3)
         rng = np.random.default_rng(11)
         problems = 0
-        for level in range(_copy._simd() + 1):
+        for level, C, nt in ((level, C, nt) for level in range(_copy._simd() + 1)
+                             for C in (3, 4) for nt in (-1, 0)):
             _copy._simd(level)
-            for n in (*range(1, 201), 1000, 2047, 2048):
+            _copy._tune(nt_bytes=nt)
+            for n in (*range(1, 201, 1 if nt else 3), 1000, 2047, 2048):
                 for pad in (0, 5, 64):
-                    sused, dused = 3 * (n + pad) - pad, 3 * n
+                    sused, dused = C * (n + pad) - pad, C * n
                     if max(sused, dused) > src_area.size:
                         continue
                     for at_end in (False, True):
@@ -280,14 +284,14 @@ def test_rgb_pixels_of_every_length_stay_inside():
                         dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
                         before = src_area.bytes.copy()
                         expected = dst_area.bytes.copy()
-                        planes = src_area.view(sbase, (3, n), (n + pad, 1), np.uint8)
+                        planes = src_area.view(sbase, (C, n), (n + pad, 1), np.uint8)
                         expected[dbase:dbase + dused] = planes.T.reshape(-1)
-                        dst = dst_area.view(dbase, (3, n), (1, 3), np.uint8)
+                        dst = dst_area.view(dbase, (C, n), (1, C), np.uint8)
                         st.copyto(dst, planes, num_threads=1 + n % 2)
                         if not (np.array_equal(dst_area.bytes, expected)
                                 and np.array_equal(src_area.bytes, before)):
                             problems += 1
-                            print("wrong", level, n, pad, at_end)
+                            print("wrong", level, C, nt, n, pad, at_end)
         print("problems", problems)
     """, timeout=900)
     assert out.strip().splitlines()[-1] == "problems 0", out

@@ -83,7 +83,7 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
                 return;
         }
         if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {
-            st_idx done = st_interleave_bytes(dst, src, sq, R, C);
+            st_idx done = st_interleave_bytes(dst, src, sq, R, C, nt);
             dst += done * C;
             src += done;
             R -= done;

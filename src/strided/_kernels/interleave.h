@@ -65,33 +65,59 @@ static int st_has_ssse3(void) { return st_simd >= 1; }
 /* The same shuffles on 32 pixels at once: lane 0 of each plane's vector holds pixels r..r+15,
  * lane 1 pixels r+16..r+31, so x[v] holds output vector v of both halves; two blends and two
  * lane permutes put the 96 output bytes in order for three 32-byte stores. Half the shuffles
- * per byte of the SSSE3 loop. Returns the pixels done (a multiple of 32). */
-ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R)
+ * per byte of the SSSE3 loop. */
+#define ST_RGB_AVX2_STEP(r, STORE)                                                            \
+    do {                                                                                      \
+        const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + (r)));      \
+        const __m256i p1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + sq + (r))); \
+        const __m256i p2 =                                                                    \
+            _mm256_loadu_si256((const __m256i *)(const void *)(s + 2 * sq + (r)));            \
+        __m256i *o_ = (__m256i *)(void *)(d + 3 * (r));                                       \
+        for (v = 0; v < 3; v++)                                                               \
+            x[v] = _mm256_or_si256(                                                           \
+                _mm256_or_si256(_mm256_shuffle_epi8(p0, mask[3 * v]),                         \
+                                _mm256_shuffle_epi8(p1, mask[3 * v + 1])),                    \
+                _mm256_shuffle_epi8(p2, mask[3 * v + 2]));                                    \
+        /* x = (A0 B0) (A1 B1) (A2 B2); the output is A0 A1 A2 B0 B1 B2 */                    \
+        STORE(o_, _mm256_permute2x128_si256(x[0], x[1], 0x20));                               \
+        STORE(o_ + 1, _mm256_blend_epi32(x[2], x[0], 0xF0));                                  \
+        STORE(o_ + 2, _mm256_permute2x128_si256(x[1], x[2], 0x31));                           \
+    } while (0)
+
+/* Pixels from 0 in steps of 32; returns the pixels done. `stream`: the output's whole lines
+ * from its first line boundary on are written with streaming stores, two steps (three lines)
+ * at a time, the pixels before them by an ordinary step or two (which may overlap them: the
+ * same values), those after by ordinary steps; the caller fences. */
+ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream)
 {
     __m256i mask[9], x[3];
-    st_idx r;
+    st_idx r = 0;
     int v;
     for (v = 0; v < 9; v++) mask[v] = ST_BCAST128(st_rgb_mask[v]);
-    for (r = 0; r + 32 <= R; r += 32) {
-        const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + r));
-        const __m256i p1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + sq + r));
-        const __m256i p2 = _mm256_loadu_si256((const __m256i *)(const void *)(s + 2 * sq + r));
-        char *o = d + 3 * r;
-        for (v = 0; v < 3; v++)
-            x[v] = _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(p0, mask[3 * v]),
-                                                   _mm256_shuffle_epi8(p1, mask[3 * v + 1])),
-                                   _mm256_shuffle_epi8(p2, mask[3 * v + 2]));
-        /* x = (A0 B0) (A1 B1) (A2 B2); the output is A0 A1 A2 B0 B1 B2 */
-        _mm256_storeu_si256((__m256i *)(void *)o, _mm256_permute2x128_si256(x[0], x[1], 0x20));
-        _mm256_storeu_si256((__m256i *)(void *)(o + 32), _mm256_blend_epi32(x[2], x[0], 0xF0));
-        _mm256_storeu_si256((__m256i *)(void *)(o + 64),
-                            _mm256_permute2x128_si256(x[1], x[2], 0x31));
+    if (stream) {
+        /* the pixel whose output starts a line: 3 lo = -d (mod 64), and 1/3 = 43 (mod 64) */
+        const st_idx lo = (st_idx)((((0 - (uintptr_t)d) & 63) * 43) & 63);
+        if (lo + 64 <= R && R >= 32) {
+            if (lo > 0)
+                ST_RGB_AVX2_STEP(0, _mm256_storeu_si256);
+            if (lo > 32)
+                ST_RGB_AVX2_STEP(lo - 32, _mm256_storeu_si256);
+            for (r = lo; r + 64 <= R; r += 64) {
+                ST_RGB_AVX2_STEP(r, _mm256_stream_si256);
+                ST_RGB_AVX2_STEP(r + 32, _mm256_stream_si256);
+            }
+        }
     }
+    for (; r + 32 <= R; r += 32)
+        ST_RGB_AVX2_STEP(r, _mm256_storeu_si256);
     return r;
 }
 #endif
 
-static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, st_idx C)
+/* dst[r * C + c] = src[r + c * sq] for C = 2, 3, 4 and as many pixels r as the vectors
+ * take; returns those. With ST_NT in `nt`, RGB (AVX2) and 4-item pixels stream their output's
+ * whole lines (the caller fences). */
+static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, st_idx C, int nt)
 {
     st_idx r = 0;
 #if ST_HAVE_SSE2
@@ -102,24 +128,40 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
             ST_STOREU(d + 2 * r + 16, _mm_unpackhi_epi8(a, b));
         }
     } else if (C == 4) {
-        for (; r + 16 <= R; r += 16) {
-            __m128i a = ST_LOADU(s + r), b = ST_LOADU(s + sq + r);
-            __m128i c = ST_LOADU(s + 2 * sq + r), e = ST_LOADU(s + 3 * sq + r);
-            __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-            __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
-            ST_STOREU(d + 4 * r, _mm_unpacklo_epi16(ab0, ce0));
-            ST_STOREU(d + 4 * r + 16, _mm_unpackhi_epi16(ab0, ce0));
-            ST_STOREU(d + 4 * r + 32, _mm_unpacklo_epi16(ab1, ce1));
-            ST_STOREU(d + 4 * r + 48, _mm_unpackhi_epi16(ab1, ce1));
+        /* 16 pixels, one output line when d + 4 r is on a line: streamed from there on with
+         * ST_NT (an ordinary step before, which may overlap the first streamed one) */
+        const st_idx lo = (st_idx)(((0 - (uintptr_t)d) & 63) >> 2);
+        const int stream = (nt & ST_NT) && ((uintptr_t)d & 3) == 0 && lo + 16 <= R;
+#define ST_RGBA_STEP(r, STORE)                                                                \
+        do {                                                                                  \
+            __m128i a = ST_LOADU(s + (r)), b = ST_LOADU(s + sq + (r));                        \
+            __m128i c = ST_LOADU(s + 2 * sq + (r)), e = ST_LOADU(s + 3 * sq + (r));           \
+            __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);             \
+            __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);             \
+            __m128i *o_ = (__m128i *)(void *)(d + 4 * (r));                                   \
+            STORE(o_, _mm_unpacklo_epi16(ab0, ce0));                                          \
+            STORE(o_ + 1, _mm_unpackhi_epi16(ab0, ce0));                                      \
+            STORE(o_ + 2, _mm_unpacklo_epi16(ab1, ce1));                                      \
+            STORE(o_ + 3, _mm_unpackhi_epi16(ab1, ce1));                                      \
+        } while (0)
+        if (stream) {
+            if (lo > 0)
+                ST_RGBA_STEP(0, _mm_storeu_si128);
+            for (r = lo; r + 16 <= R; r += 16)
+                ST_RGBA_STEP(r, _mm_stream_si128);
         }
+        for (; r + 16 <= R; r += 16)
+            ST_RGBA_STEP(r, _mm_storeu_si128);
+#undef ST_RGBA_STEP
     }
 #endif
 #if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
-    if (C == 3 && st_simd >= 2) r = st_rgb_avx2(d, s, sq, R);
+    if (C == 3 && st_simd >= 2) r = st_rgb_avx2(d, s, sq, R, nt & ST_NT);
 #endif
 #if ST_HAVE_SSSE3_DISPATCH
     if (C == 3 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, r, R);
 #endif
+    (void)nt;
     return r;
 }
 
