@@ -254,8 +254,8 @@ def test_rgb_pixels_of_every_length_stay_inside():
     """Three or four byte planes into dense pixels (interleave.h: st_rgb_avx2, 32 RGB pixels a
     step in three 32-byte stores; st_rgb_ssse3, 16 a step; 4-byte pixels 16 a step; bytes
     after that), with ordinary stores and with streaming stores forced on (whole output lines
-    streamed between an ordinary head and tail): every pixel count 1..200 and a few long
-    ones, planes back to back or padded, the planes' last byte or the pixels' last byte right
+    streamed between an ordinary head and tail), and three planes of float32 (st_rgb_4_avx2,
+    8 pixels a step): every pixel count 1..200 and a few long ones, planes back to back or padded, the planes' last byte or the pixels' last byte right
     before a guard page and the other operand's first right after one, every SIMD level, 1
     and 2 threads. The destination's pages must hold exactly the interleaved planes and
     nothing else; the source's must be unchanged."""
@@ -265,16 +265,19 @@ def test_rgb_pixels_of_every_length_stay_inside():
         from strided import _copy
         import guarded
 
-        src_area, dst_area = guarded.Arena(3), guarded.Arena(3)
+        src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
         rng = np.random.default_rng(11)
         problems = 0
-        for level, C, nt in ((level, C, nt) for level in range(_copy._simd() + 1)
-                             for C in (3, 4) for nt in (-1, 0)):
+        for level, (C, dtype), nt in ((level, kind, nt) for level in range(_copy._simd() + 1)
+                                      for kind in ((3, np.uint8), (4, np.uint8),
+                                                   (3, np.float32))
+                                      for nt in (-1, 0)):
             _copy._simd(level)
             _copy._tune(nt_bytes=nt)
+            k = np.dtype(dtype).itemsize
             for n in (*range(1, 201, 1 if nt else 3), 1000, 2047, 2048):
                 for pad in (0, 5, 64):
-                    sused, dused = C * (n + pad) - pad, C * n
+                    sused, dused = k * (C * (n + pad) - pad), k * C * n
                     if max(sused, dused) > src_area.size:
                         continue
                     for at_end in (False, True):
@@ -284,9 +287,10 @@ def test_rgb_pixels_of_every_length_stay_inside():
                         dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
                         before = src_area.bytes.copy()
                         expected = dst_area.bytes.copy()
-                        planes = src_area.view(sbase, (C, n), (n + pad, 1), np.uint8)
-                        expected[dbase:dbase + dused] = planes.T.reshape(-1)
-                        dst = dst_area.view(dbase, (C, n), (1, C), np.uint8)
+                        planes = src_area.view(sbase, (C, n), (n + pad, 1), dtype)
+                        pixels = np.ascontiguousarray(planes.T)
+                        expected[dbase:dbase + dused] = pixels.view(np.uint8).ravel()
+                        dst = dst_area.view(dbase, (C, n), (1, C), dtype)
                         st.copyto(dst, planes, num_threads=1 + n % 2)
                         if not (np.array_equal(dst_area.bytes, expected)
                                 and np.array_equal(src_area.bytes, before)):

@@ -89,6 +89,12 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
             R -= done;
         }
 #if ST_HAVE_AVX2_DISPATCH
+        if (itemsize == 4 && dp == 3 && C == 3 && st_simd >= 2) {
+            st_idx done = st_rgb_4_avx2(dst, src, sq, R);
+            dst += done * 12;
+            src += done * 4;
+            R -= done;
+        }
         if (st_simd >= 2 && itemsize == 4 && ST_AVX2_FITS(R, C, 8)) {
             st_transpose_4_avx2(dst, dp, src, sq, R, C);
             return;

@@ -114,6 +114,36 @@ ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, i
 }
 #endif
 
+#if ST_HAVE_AVX2_DISPATCH
+/* Three planes of 4-byte items into dense pixels (CHW float32 -> HWC), 8 pixels a step:
+ * output vector v holds items 8v..8v+7 of the 24, item e being pixel e / 3's channel e % 3, so
+ * one lane-crossing permute per plane gathers each vector's pixels and two blends pick each
+ * item's channel. dst[3 r + c] = src[r + c * sq] (items); returns the pixels done. */
+ST_AVX2 static st_idx st_rgb_4_avx2(char *d, const char *s, st_idx sq, st_idx R)
+{
+    const __m256i pick0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
+    const __m256i pick1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
+    const __m256i pick2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+    const float *f = (const float *)(const void *)s;
+    float *o = (float *)(void *)d;
+    st_idx r;
+    for (r = 0; r + 8 <= R; r += 8) {
+        const __m256 a = _mm256_loadu_ps(f + r), b = _mm256_loadu_ps(f + sq + r);
+        const __m256 c = _mm256_loadu_ps(f + 2 * sq + r);
+        /* blend masks: bit j set where item j of the vector is channel 1 / channel 2 */
+#define ST_RGB4_VECTOR(P, M1, M2)                                                             \
+        _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(a, P),                       \
+                                        _mm256_permutevar8x32_ps(b, P), M1),                  \
+                        _mm256_permutevar8x32_ps(c, P), M2)
+        _mm256_storeu_ps(o + 3 * r, ST_RGB4_VECTOR(pick0, 0x92, 0x24));
+        _mm256_storeu_ps(o + 3 * r + 8, ST_RGB4_VECTOR(pick1, 0x24, 0x49));
+        _mm256_storeu_ps(o + 3 * r + 16, ST_RGB4_VECTOR(pick2, 0x49, 0x92));
+#undef ST_RGB4_VECTOR
+    }
+    return r;
+}
+#endif
+
 /* dst[r * C + c] = src[r + c * sq] for C = 2, 3, 4 and as many pixels r as the vectors
  * take; returns those. With ST_NT in `nt`, RGB (AVX2) and 4-item pixels stream their output's
  * whole lines (the caller fences). */
