@@ -90,7 +90,7 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
         }
 #if ST_HAVE_AVX2_DISPATCH
         if (itemsize == 4 && dp == 3 && C == 3 && st_simd >= 2) {
-            st_idx done = st_rgb_4_avx2(dst, src, sq, R);
+            st_idx done = st_rgb_4_avx2(dst, src, sq, R, nt & ST_NT);
             dst += done * 12;
             src += done * 4;
             R -= done;

@@ -118,28 +118,46 @@ ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, i
 /* Three planes of 4-byte items into dense pixels (CHW float32 -> HWC), 8 pixels a step:
  * output vector v holds items 8v..8v+7 of the 24, item e being pixel e / 3's channel e % 3, so
  * one lane-crossing permute per plane gathers each vector's pixels and two blends pick each
- * item's channel. dst[3 r + c] = src[r + c * sq] (items); returns the pixels done. */
-ST_AVX2 static st_idx st_rgb_4_avx2(char *d, const char *s, st_idx sq, st_idx R)
+ * item's channel (the blend masks: bit j set where item j is channel 1 / channel 2).
+ * dst[3 r + c] = src[r + c * sq] (items); returns the pixels done. `stream`: as st_rgb_avx2
+ * (whole output lines streamed, two steps at a time, from the first line boundary). */
+#define ST_RGB4_VECTOR(P, M1, M2)                                                             \
+    _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(a_, P),                          \
+                                    _mm256_permutevar8x32_ps(b_, P), M1),                     \
+                    _mm256_permutevar8x32_ps(c_, P), M2)
+#define ST_RGB4_STEP(r, STORE)                                                                \
+    do {                                                                                      \
+        const __m256 a_ = _mm256_loadu_ps(f + (r)), b_ = _mm256_loadu_ps(f + sq + (r));       \
+        const __m256 c_ = _mm256_loadu_ps(f + 2 * sq + (r));                                  \
+        STORE(o + 3 * (r), ST_RGB4_VECTOR(pick0, 0x92, 0x24));                                \
+        STORE(o + 3 * (r) + 8, ST_RGB4_VECTOR(pick1, 0x24, 0x49));                            \
+        STORE(o + 3 * (r) + 16, ST_RGB4_VECTOR(pick2, 0x49, 0x92));                           \
+    } while (0)
+
+ST_AVX2 static st_idx st_rgb_4_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream)
 {
     const __m256i pick0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
     const __m256i pick1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
     const __m256i pick2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
     const float *f = (const float *)(const void *)s;
     float *o = (float *)(void *)d;
-    st_idx r;
-    for (r = 0; r + 8 <= R; r += 8) {
-        const __m256 a = _mm256_loadu_ps(f + r), b = _mm256_loadu_ps(f + sq + r);
-        const __m256 c = _mm256_loadu_ps(f + 2 * sq + r);
-        /* blend masks: bit j set where item j of the vector is channel 1 / channel 2 */
-#define ST_RGB4_VECTOR(P, M1, M2)                                                             \
-        _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(a, P),                       \
-                                        _mm256_permutevar8x32_ps(b, P), M1),                  \
-                        _mm256_permutevar8x32_ps(c, P), M2)
-        _mm256_storeu_ps(o + 3 * r, ST_RGB4_VECTOR(pick0, 0x92, 0x24));
-        _mm256_storeu_ps(o + 3 * r + 8, ST_RGB4_VECTOR(pick1, 0x24, 0x49));
-        _mm256_storeu_ps(o + 3 * r + 16, ST_RGB4_VECTOR(pick2, 0x49, 0x92));
-#undef ST_RGB4_VECTOR
+    st_idx r = 0;
+    if (stream && ((uintptr_t)d & 3) == 0) {
+        /* the pixel whose output starts a line: 12 lo = -d (mod 64), 1/3 = 11 (mod 16) */
+        const st_idx lo = (st_idx)(((((0 - (uintptr_t)d) & 63) >> 2) * 11) & 15);
+        if (lo + 16 <= R) {
+            if (lo > 0)
+                ST_RGB4_STEP(0, _mm256_storeu_ps);
+            if (lo > 8)
+                ST_RGB4_STEP(lo - 8, _mm256_storeu_ps);
+            for (r = lo; r + 16 <= R; r += 16) {
+                ST_RGB4_STEP(r, _mm256_stream_ps);
+                ST_RGB4_STEP(r + 8, _mm256_stream_ps);
+            }
+        }
     }
+    for (; r + 8 <= R; r += 8)
+        ST_RGB4_STEP(r, _mm256_storeu_ps);
     return r;
 }
 #endif
