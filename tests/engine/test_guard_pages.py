@@ -255,10 +255,11 @@ def test_rgb_pixels_of_every_length_stay_inside():
     step in three 32-byte stores; st_rgb_ssse3, 16 a step; 4-byte pixels 16 a step; bytes
     after that), with ordinary stores and with streaming stores forced on (whole output lines
     streamed between an ordinary head and tail), and three planes of float32 (st_rgb_4_avx2,
-    8 pixels a step): every pixel count 1..200 and a few long ones, planes back to back or padded, the planes' last byte or the pixels' last byte right
-    before a guard page and the other operand's first right after one, every SIMD level, 1
-    and 2 threads. The destination's pages must hold exactly the interleaved planes and
-    nothing else; the source's must be unchanged."""
+    8 pixels a step): every pixel count 1..200 and a few long ones, planes back to back or
+    padded, the planes' last byte or the pixels' last byte right before a guard page and the
+    other operand's first right after one, every SIMD level, 1 and 2 threads. The
+    destination's pages must hold exactly the interleaved planes and nothing else; the
+    source's must be unchanged."""
     out = run_isolated("""
         import numpy as np
         import strided as st
