@@ -61,6 +61,26 @@ static int st_has_ssse3(void) { return st_simd >= 1; }
 #define ST_BCAST128(p) _mm256_broadcastsi128_si256(ST_LOADU(p))
 #endif
 
+/* The streamed part of an interleave into dense pixels (the kernels below): STEP(r, STORE)
+ * writes the output of S pixels from pixel r with STORE; LO (< 2 S) is the pixel whose output
+ * starts a line, and K steps end on a line. The pixels before LO by one or two ordinary steps
+ * (which may overlap the first streamed one: the same values), then whole rounds of K steps
+ * with STREAM, leaving r after the last; nothing unless a whole round fits in R pixels. The
+ * caller's ordinary steps finish from r; it fences. */
+#define ST_STREAMED_STEPS(STEP, LO, S, K, STOREU, STREAM)                                     \
+    do {                                                                                      \
+        st_idx j_;                                                                            \
+        if ((LO) + (K) * (S) <= R && R >= (S)) {                                              \
+            if ((LO) > 0)                                                                     \
+                STEP(0, STOREU);                                                              \
+            if ((LO) > (S))                                                                   \
+                STEP((LO) - (S), STOREU);                                                     \
+            for (r = (LO); r + (K) * (S) <= R; r += (K) * (S))                                \
+                for (j_ = 0; j_ < (K); j_++)                                                  \
+                    STEP(r + j_ * (S), STREAM);                                               \
+        }                                                                                     \
+    } while (0)
+
 #if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
 /* The same shuffles on 32 pixels at once: lane 0 of each plane's vector holds pixels r..r+15,
  * lane 1 pixels r+16..r+31, so x[v] holds output vector v of both halves; two blends and two
@@ -97,16 +117,7 @@ ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, i
     if (stream) {
         /* the pixel whose output starts a line: 3 lo = -d (mod 64), and 1/3 = 43 (mod 64) */
         const st_idx lo = (st_idx)((((0 - (uintptr_t)d) & 63) * 43) & 63);
-        if (lo + 64 <= R && R >= 32) {
-            if (lo > 0)
-                ST_RGB_AVX2_STEP(0, _mm256_storeu_si256);
-            if (lo > 32)
-                ST_RGB_AVX2_STEP(lo - 32, _mm256_storeu_si256);
-            for (r = lo; r + 64 <= R; r += 64) {
-                ST_RGB_AVX2_STEP(r, _mm256_stream_si256);
-                ST_RGB_AVX2_STEP(r + 32, _mm256_stream_si256);
-            }
-        }
+        ST_STREAMED_STEPS(ST_RGB_AVX2_STEP, lo, 32, 2, _mm256_storeu_si256, _mm256_stream_si256);
     }
     for (; r + 32 <= R; r += 32)
         ST_RGB_AVX2_STEP(r, _mm256_storeu_si256);
@@ -145,16 +156,7 @@ ST_AVX2 static st_idx st_rgb_4_avx2(char *d, const char *s, st_idx sq, st_idx R,
     if (stream && ((uintptr_t)d & 3) == 0) {
         /* the pixel whose output starts a line: 12 lo = -d (mod 64), 1/3 = 11 (mod 16) */
         const st_idx lo = (st_idx)(((((0 - (uintptr_t)d) & 63) >> 2) * 11) & 15);
-        if (lo + 16 <= R) {
-            if (lo > 0)
-                ST_RGB4_STEP(0, _mm256_storeu_ps);
-            if (lo > 8)
-                ST_RGB4_STEP(lo - 8, _mm256_storeu_ps);
-            for (r = lo; r + 16 <= R; r += 16) {
-                ST_RGB4_STEP(r, _mm256_stream_ps);
-                ST_RGB4_STEP(r + 8, _mm256_stream_ps);
-            }
-        }
+        ST_STREAMED_STEPS(ST_RGB4_STEP, lo, 8, 2, _mm256_storeu_ps, _mm256_stream_ps);
     }
     for (; r + 8 <= R; r += 8)
         ST_RGB4_STEP(r, _mm256_storeu_ps);
@@ -176,10 +178,8 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
             ST_STOREU(d + 2 * r + 16, _mm_unpackhi_epi8(a, b));
         }
     } else if (C == 4) {
-        /* 16 pixels, one output line when d + 4 r is on a line: streamed from there on with
-         * ST_NT (an ordinary step before, which may overlap the first streamed one) */
+        /* 16 pixels, one output line when d + 4 r is on a line: streamed from pixel lo on */
         const st_idx lo = (st_idx)(((0 - (uintptr_t)d) & 63) >> 2);
-        const int stream = (nt & ST_NT) && ((uintptr_t)d & 3) == 0 && lo + 16 <= R;
 #define ST_RGBA_STEP(r, STORE)                                                                \
         do {                                                                                  \
             __m128i a = ST_LOADU(s + (r)), b = ST_LOADU(s + sq + (r));                        \
@@ -192,12 +192,8 @@ static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, s
             STORE(o_ + 2, _mm_unpacklo_epi16(ab1, ce1));                                      \
             STORE(o_ + 3, _mm_unpackhi_epi16(ab1, ce1));                                      \
         } while (0)
-        if (stream) {
-            if (lo > 0)
-                ST_RGBA_STEP(0, _mm_storeu_si128);
-            for (r = lo; r + 16 <= R; r += 16)
-                ST_RGBA_STEP(r, _mm_stream_si128);
-        }
+        if ((nt & ST_NT) && ((uintptr_t)d & 3) == 0)
+            ST_STREAMED_STEPS(ST_RGBA_STEP, lo, 16, 1, _mm_storeu_si128, _mm_stream_si128);
         for (; r + 16 <= R; r += 16)
             ST_RGBA_STEP(r, _mm_storeu_si128);
 #undef ST_RGBA_STEP
