@@ -129,8 +129,9 @@ _TUNING.nibble_box_bytes = 128 * 1024  # carrier bytes of a 4-bit conversion's b
 _TUNING.nibble_fused = 1             # float32 planes <-> 4-bit pairs in one pass (no carriers)
 _TUNING.fetch_next = 1               # streamed transposes prefetch the next block's source
 # (1 thread, 64 MiB float32, AMD EPYC Zen 3, interleaved A/B against a memcpy: NCHW -> NHWC
-# C = 256 0.55-0.61x -> 0.60-0.73x, (rows, 768) column-major 0.65-0.75x -> 0.66-0.87x, the
-# others within the noise; Intel unmeasured)
+# C = 256 0.55-0.61x -> 0.60-0.73x, (rows, 768) column-major 0.63-0.75x -> 0.66-0.87x, the
+# others within the noise, in four runs; prefetching into L2 only (locality 1) measured the
+# same; Intel unmeasured)
 
 
 cdef Tuning tuning_now() noexcept:

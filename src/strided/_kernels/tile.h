@@ -39,18 +39,16 @@
 /* A hint to fetch the line at p; never faults, whatever p. */
 #if defined(__GNUC__) || defined(__clang__)
 #define ST_PREFETCH(p) __builtin_prefetch((p), 0, 3)
-#define ST_PREFETCH_L2(p) __builtin_prefetch((p), 0, 1)   /* a block's worth: not into L1 */
 #else
 #define ST_PREFETCH(p) ((void)(p))
-#define ST_PREFETCH_L2(p) ((void)(p))
 #endif
 /* Before writing out tile row r: row r's share of the next block's source lines, which are
- * `cols_` runs of `run_` lines, `gap_` bytes apart. */
+ * runs of `run_` lines, `gap_` bytes apart (one run when the block's source is dense). */
 #define ST_PREFETCH_NEXT(r)                                                                   \
     do {                                                                                      \
         st_idx l_ = (r) * per_, e_ = l_ + per_ < lines_ ? l_ + per_ : lines_;                 \
         for (; l_ < e_; l_++)                                                                 \
-            ST_PREFETCH_L2(next_ + gap_ * (l_ / run_) + ST_LINE * (l_ % run_));               \
+            ST_PREFETCH(next_ + gap_ * (l_ / run_) + ST_LINE * (l_ % run_));                  \
     } while (0)
 #define ST_LINE 64            /* bytes in a cache line */
 #define ST_LINE_OF(T) ((st_idx)(ST_LINE / sizeof(T)))
@@ -74,7 +72,7 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
      * measured, NHWC -> NCHW with 64 floats, 64 MiB, rows not line-aligned: 0.7x -> 0.95x    \
      * the forward copy; DRAM reads otherwise stall the next block's first micro-tiles) or    \
      * when the caller says where the next block is (ST_FETCH*: C runs of R items) */        \
-    const char *next_ = (const char *)((nt & ST_FETCH_DOWN) ? s + R : s + C * sq);            \
+    const char *next_ = (const char *)(sq != R && (nt & ST_FETCH_DOWN) ? s + R : s + C * sq); \
     const st_idx gap_ = sq * (st_idx)sizeof(TS);                                              \
     const st_idx run_ = sq == R ? C * gap_ / ST_LINE + 1                                      \
                                 : R * (st_idx)sizeof(TS) / ST_LINE + 2;                       \
