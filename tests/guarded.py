@@ -102,6 +102,21 @@ class Arena:
         return as_strided(one, shape=sizes, strides=[s * dtype.itemsize for s in strides])
 
 
+def placements(src_area, dst_area, src_used, dst_used, rng):
+    """The two placements of a copy's operands in their arenas, each on fresh random bytes:
+    the source's first byte right after its leading guard page and the destination's last
+    right before its trailing one, then the source's last and the destination's first. Yields
+    ``(at_end, src_first, dst_first, src_bytes, dst_bytes)``: whether the source ends at its
+    page, the byte offsets of the two operands, and copies of both arenas' bytes before the
+    copy (the source's to find stray writes, the destination's to build the expected page)."""
+    for at_end in (False, True):
+        src_first = src_area.size - src_used if at_end else 0
+        dst_first = 0 if at_end else dst_area.size - dst_used
+        src_area.bytes[:] = rng.integers(0, 256, src_area.size, dtype=np.uint8)
+        dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
+        yield at_end, src_first, dst_first, src_area.bytes.copy(), dst_area.bytes.copy()
+
+
 _ARENAS: dict[tuple[str, int], Arena] = {}
 
 

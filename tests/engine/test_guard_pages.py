@@ -228,13 +228,8 @@ def test_rows_of_a_few_kib_stay_inside():
                     sused, dused = rows * (n + spad) - spad, rows * (n + dpad) - dpad
                     if max(sused, dused) > src_area.size:
                         continue
-                    for at_end in (False, True):
-                        sbase = src_area.size - sused if at_end else 0
-                        dbase = 0 if at_end else dst_area.size - dused
-                        src_area.bytes[:] = rng.integers(0, 256, src_area.size, dtype=np.uint8)
-                        dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
-                        before = src_area.bytes.copy()
-                        expected = dst_area.bytes.copy()
+                    for at_end, sbase, dbase, before, expected in guarded.placements(
+                            src_area, dst_area, sused, dused, rng):
                         src = src_area.view(sbase, (rows, n), (n + spad, 1), np.uint8)
                         dst = dst_area.view(dbase, (rows, n), (n + dpad, 1), np.uint8)
                         for r in range(rows):
@@ -281,13 +276,8 @@ def test_rgb_pixels_of_every_length_stay_inside():
                     sused, dused = k * (C * (n + pad) - pad), k * C * n
                     if max(sused, dused) > src_area.size:
                         continue
-                    for at_end in (False, True):
-                        sbase = src_area.size - sused if at_end else 0
-                        dbase = 0 if at_end else dst_area.size - dused
-                        src_area.bytes[:] = rng.integers(0, 256, src_area.size, dtype=np.uint8)
-                        dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
-                        before = src_area.bytes.copy()
-                        expected = dst_area.bytes.copy()
+                    for at_end, sbase, dbase, before, expected in guarded.placements(
+                            src_area, dst_area, sused, dused, rng):
                         planes = src_area.view(sbase, (C, n), (n + pad, 1), dtype)
                         pixels = np.ascontiguousarray(planes.T)
                         expected[dbase:dbase + dused] = pixels.view(np.uint8).ravel()
