@@ -328,7 +328,7 @@ def family(case):
         return "convert/tiled"
     if (convert_last and sq == R and pq == 0 and pp in (0, 1) and planes_on
             and case.src_type in ("uint8", "int8") and case.dst_type == "float32"
-            and mode != "aff64" and R in (3, 4)):
+            and mode != "aff64" and (R in (3, 4) or R == 32 and case.level >= 2)):
         return "convert/planes"
     if pixels:
         return "convert/pixels"
@@ -588,11 +588,12 @@ def _convert_random(rng, count, cap=4096):
 
 def _images(rng, reps):
     """The image pipelines' relayouts: HWC uint8/int8 pixels of 3-4 channels (or RGBA read as
-    3 planes) -> CHW float32 planes, and float32 planes -> HWC uint8/int8 pixels, quantized;
-    padded planes and padded pixels; float32 NCHW -> float16/bfloat16 NHWC and back."""
+    3 planes, or the 32 channels of int8 NCHW32, dequantized) -> CHW float32 planes, and
+    float32 planes -> HWC uint8/int8 pixels, quantized; padded planes and padded pixels;
+    float32 NCHW -> float16/bfloat16 NHWC and back."""
     out = []
     hw = (1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 40)
-    for R, S in ((3, 3), (4, 4), (3, 4), (2, 3), (5, 5)):
+    for R, S in ((3, 3), (4, 4), (3, 4), (2, 3), (5, 5), (32, 32)):
         for stype in ("uint8", "int8"):
             for _ in range(reps):
                 H, W = (int(v) for v in rng.choice(hw, 2))

@@ -165,7 +165,9 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
         if streams(T, P.nbytes // (P.dsz + P.ssz) * P.dsz):
             P.stream = ST_NT
     # Dense pixels of 3 or 4 uint8/int8 channels to float32 planes (an image loader's HWC ->
-    # CHW, int8 NCHW4 -> NCHW) go in one pass, without a tile (2x faster at 1080x1920).
+    # CHW, int8 NCHW4 -> NCHW) go in one pass, without a tile (2x faster at 1080x1920); 32
+    # channels (int8 NCHW32 -> NCHW) through the tile, transposed 4 channels at a time in
+    # registers, then out plane by plane (0.64 -> 0.9-1.0x a contiguous cast's speed).
     P.planes = NULL
     if (P.kind == ST_BLOCK_TRANSPOSE and P.convert_last and P.sq == P.R and P.pq == 0
             and P.pp in (0, 1) and T.convert_planes):
@@ -332,7 +334,7 @@ cdef void _run_block(const Plan* P, const st_cvt_op* op, char* dst, const char* 
                        scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
         return
     if P.planes != NULL and h == P.R:
-        P.planes(dst, P.dp * P.dsz, src, w, scale, shift, P.pp)
+        P.planes(dst, P.dp * P.dsz, src, w, scale, shift, P.pp, tile, _tile_bytes(P))
         return
     if P.tiled != NULL and h >= 8 and w >= 8:   # (narrower blocks: the interleave loops below)
         P.tiled(dst, P.dp, src, P.sq, h, w, P.stream if P.dp == w else 0, tile)

@@ -264,14 +264,15 @@ def test_every_plan_quantizes_blocked_per_channel(plan, fmt, channels):
 
 
 @pytest.mark.parametrize("level", [0, 1, 2])
-@pytest.mark.parametrize("channels", [3, 4])
+@pytest.mark.parametrize("channels", [3, 4, 32])
 @pytest.mark.parametrize("width", [1, 7, 8, 9, 10, 11, 15, 16, 17, 18, 33, 224, 257])
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
 def test_image_planes_at_every_simd_level(level, channels, width, dtype):
     """HWC 8-bit -> CHW float32 straight to planes: odd widths (vector tails: the last rounds
     of 8 pixels, overlapping the ones before, for 8 to 17 pixels), a padded destination row
-    (rows that do not merge: each is its own kernel call, tail included), both channel
-    counts, every SIMD level; per-channel and scalar."""
+    (rows that do not merge: each is its own kernel call, tail included), 3, 4 and 32
+    channels (int8 NCHW32's pixels: the tile-staged kernel, AVX2 only), every SIMD level;
+    per-channel and scalar."""
     from strided import _copy
 
     rng = np.random.default_rng(width)

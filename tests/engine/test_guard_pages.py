@@ -354,8 +354,9 @@ def test_sentinel_pattern_changes_with_position():
 def test_image_planes_rows_of_every_width_stay_inside():
     """HWC 8-bit pixels -> CHW float32 planes whose rows do not merge (a padded destination,
     as a crop's source does): each row is one call of the planes kernel, whose last rounds of
-    8 pixels overlap the ones before and end at the row's last byte; every width 1..40, both
-    channel counts, both signs, every SIMD level, against the guard pages."""
+    8 pixels overlap the ones before and end at the row's last byte; every width 1..40, 3, 4
+    and 32 channels (int8 NCHW32 dequantized: the tile-staged kernel), both signs, every SIMD
+    level, against the guard pages."""
     out = run_isolated("""
         import numpy as np
         from guarded import CONVERT_TUNES, Case, family, run_case
@@ -363,7 +364,7 @@ def test_image_planes_rows_of_every_width_stay_inside():
 
         problems, families = [], set()
         for level in range(_copy._simd() + 1):
-            for channels in (3, 4):
+            for channels in (3, 4, 32):
                 for src_type in ("uint8", "int8"):
                     for width in range(1, 41):
                         case = Case((channels, 2, width), (2 * (width + 3), width + 3, 1),

@@ -59,14 +59,18 @@ static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int sim
 {
     int wide = 0;
     if ((stype != ST_U8 && stype != ST_I8) || dtype != ST_F32 || mode == ST_CVT_AFF64
-            || mode == ST_CVT_DIV32 || (R != 3 && R != 4))
+            || mode == ST_CVT_DIV32 || (R != 3 && R != 4 && R != 32))
         return NULL;
 #if ST_X86_GNU
     wide = simd >= 2 && st_cvt_has_avx2;
+    if (R == 32)   /* AVX2 only: below it, the staged route */
+        return !wide ? NULL : stype == ST_U8 ? st_planes32_u8_avx2 : st_planes32_i8_avx2;
     if (wide && stype == ST_U8) return R == 3 ? st_planes3_u8_avx2 : st_planes4_u8_avx2;
     if (wide) return R == 3 ? st_planes3_i8_avx2 : st_planes4_i8_avx2;
 #endif
     (void)simd; (void)wide;
+    if (R == 32)
+        return NULL;
     if (stype == ST_U8) return R == 3 ? st_planes3_u8_base : st_planes4_u8_base;
     return R == 3 ? st_planes3_i8_base : st_planes4_i8_base;
 }

@@ -134,30 +134,6 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
     }                                                                                         \
 }
 
-/* ---- the 8 x 8 float transpose in AVX2 registers ---------------------------------------- */
-#if ST_X86_GNU
-#include <immintrin.h>
-/* r[i] (row i of 8 floats) becomes column i, in place: 24 shuffles. */
-__attribute__((target("avx2"))) static inline __attribute__((always_inline))
-void st_transpose8_ps(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    int i;
-    for (i = 0; i < 4; i++) {          /* pairs of rows: (0 1) (2 3) (4 5) (6 7) */
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (i = 0; i < 2; i++) {          /* pairs of pairs, within each 128-bit lane */
-        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (i = 0; i < 4; i++) {          /* the lanes: rows 0-3 with rows 4-7 */
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-#endif
+#include "transpose8.h"   /* st_transpose8_ps: the micro-kernels' register transpose */
 
 #endif /* STRIDED_KERNELS_TILE_H */

@@ -32,9 +32,10 @@ typedef struct {
     st_fused_fn fused;          /* the unit-stride row, or NULL */
 } st_cvt_op;
 
-/* Dense pixels of a few channels to planes (cvt_planes.h, st_cvt_planes). */
+/* Dense pixels of a few channels to planes (cvt_planes.h, st_cvt_planes); `tile`: a scratch
+ * tile of tile_bytes (the 32-channel kernel's; the others take none). */
 typedef void (*st_planes_fn)(char *d, st_idx dp, const char *s, st_idx n, const void *scale,
-                             const void *shift, st_idx pp);
+                             const void *shift, st_idx pp, char *tile, st_idx tile_bytes);
 
 /* Planes to dense quantized pixels (cvt_planes.h, st_cvt_pixels). */
 typedef void (*st_pixels_fn)(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
