@@ -328,7 +328,7 @@ def family(case):
         return "convert/tiled"
     if (convert_last and sq == R and pq == 0 and pp in (0, 1) and planes_on
             and case.src_type in ("uint8", "int8") and case.dst_type == "float32"
-            and mode != "aff64" and (R in (3, 4) or R == 32 and case.level >= 2)):
+            and mode != "aff64" and (R in (3, 4) or (R == 32 and case.level >= 2))):
         return "convert/planes"
     if pixels:
         return "convert/pixels"

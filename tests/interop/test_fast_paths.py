@@ -160,18 +160,20 @@ def test_view_array_declines_what_the_checked_path_decides(base):
 @settings(max_examples=200)
 @given(layouts(itemsizes=(4,)), layouts(itemsizes=(1,)))
 def test_quick_torch_view_is_the_checked_views_call_or_declines(base_layout, wanted):
-    from strided.interop import _torch
+    from strided.interop import _tensor
 
     base = torch.from_numpy(np.array(_numpy_view(base_layout, np.float32)))
     layout = st.Layout(wanted.sizes, wanted.strides, offset=wanted.offset, itemsize=4)
-    fast = _torch.quick_view(base, layout)
+    fast = _tensor.view_tensor(base, layout)
     try:
         checked = _checked_view(base, layout)
     except ValueError:
         assert fast is None
         return
-    if fast is None:    # declined: empty, negative strides: the checked path's
-        assert layout.size == 0 or min(layout.strides) < 0
+    if fast is None:    # declined: empty, negative strides, outside base's span: the checked
+        lo, hi = st.layout_of(base).span        # path's
+        assert layout.size == 0 or min(layout.strides) < 0 or not lo <= layout.span[0] \
+            <= layout.span[1] <= hi
         return
     assert fast.shape == checked.shape and fast.stride() == checked.stride()
     assert fast.storage_offset() == checked.storage_offset()
@@ -181,24 +183,31 @@ def test_quick_torch_view_is_the_checked_views_call_or_declines(base_layout, wan
 
 @needs_torch
 def test_quick_torch_view_declines_what_needs_the_checked_paths_care():
-    from strided.interop import _torch
+    from strided.interop import _tensor
 
     L = st.Layout((2,), itemsize=4)
     leaf = torch.zeros(4, requires_grad=True)
-    assert _torch.quick_view(torch.nn.Parameter(torch.zeros(4)), L) is None   # a subclass
-    assert _torch.quick_view(leaf[1:], L) is None       # a view in a graph: its root's grads
-    assert _torch.quick_view(torch.zeros(4, device="meta"), L) is None
+    assert _tensor.view_tensor(torch.nn.Parameter(torch.zeros(4)), L) is None   # a subclass
+    assert _tensor.view_tensor(leaf[1:], L) is None       # a view in a graph: its root's grads
+    assert _tensor.view_tensor(torch.zeros(4, device="meta"), L) is None
     with warnings.catch_warnings():     # "nested tensors are in prototype stage"
         warnings.simplefilter("ignore", UserWarning)
         nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
-    assert _torch.quick_view(nested, L) is None
-    assert _torch.quick_view(torch.zeros(4), st.Layout((2,), (-1,), offset=1, itemsize=4)) \
+    assert _tensor.view_tensor(nested, L) is None
+    assert _tensor.view_tensor(torch.zeros(4), st.Layout((2,), (-1,), offset=1, itemsize=4)) \
         is None
-    assert _torch.quick_view(torch.zeros(4), st.Layout((2,), itemsize=8)) is None
-    assert _torch.quick_view(torch.zeros(4)[1:], st.Layout((4,), itemsize=4)) is None
-    assert _torch.quick_view(np.zeros(4, np.float32), L) is None
+    assert _tensor.view_tensor(torch.zeros(4), st.Layout((2,), itemsize=8)) is None
+    assert _tensor.view_tensor(torch.zeros(4)[1:], st.Layout((4,), itemsize=4)) is None
+    assert _tensor.view_tensor(np.zeros(4, np.float32), L) is None
+    # a base starting inside its storage: the view's storage offset counts from the storage
+    base = torch.arange(20.0)[5:15]
+    v = _tensor.view_tensor(base, st.Layout((2, 3), (4, 2), offset=1, itemsize=4))
+    assert v.storage_offset() == 6 and v.stride() == (4, 2)
+    assert v.tolist() == [[6.0, 8.0, 10.0], [10.0, 12.0, 14.0]]
+    v[0, 0] = -1.0
+    assert base[1].item() == -1.0
     # a leaf requiring grad is viewed in the graph, as the checked path's as_strided is
-    v = _torch.quick_view(leaf, L)
+    v = _tensor.view_tensor(leaf, L)
     assert v is not None and v.requires_grad
     (v * torch.tensor([2.0, 3.0])).sum().backward()
     assert leaf.grad.tolist() == [2.0, 3.0, 0.0, 0.0]

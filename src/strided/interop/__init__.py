@@ -29,6 +29,7 @@ from strided.interop._subbyte import (
     from_dlpack_subbyte,
     to_dlpack_subbyte,
 )
+from strided.interop._tensor import view_tensor
 from strided.layout import Layout
 
 if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
@@ -273,7 +274,7 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     if copy is not True:        # plain ndarrays (compiled) and plain CPU tensors
         fast = view_array(base, layout)
         if fast is None:
-            fast = _torch.quick_view(base, layout)
+            fast = view_tensor(base, layout)
         if fast is not None:
             return fast
     if isinstance(layout, Layout) and layout.bits == 4:

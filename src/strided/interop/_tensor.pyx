@@ -35,7 +35,8 @@ cdef enum:
     _EXCHANGE_MINOR = 3    # the first DLPack version with dltensor_from_py_object_no_sync
 
 # What the fast path needs of torch, found once torch is loaded: (torch.Tensor,
-# torch._C._increment_version, Tensor.is_neg, Tensor.is_conj), or False when torch offers no
+# torch._C._increment_version, Tensor.is_neg, Tensor.is_conj, torch.as_strided), or False
+# when torch offers no
 # usable exchange API; None until then. Written once and read on every call, both under a
 # critical section on _GUARD (nothing with the GIL; a per-object lock under free-threaded
 # Python), so that no thread sees a half-made state.
@@ -66,7 +67,7 @@ cdef object _find_torch():
         return False
     # The capsule lives as long as the type, which lives as long as torch: keep both.
     _api = api
-    return (tensor, increment_version, tensor.is_neg, tensor.is_conj)
+    return (tensor, increment_version, tensor.is_neg, tensor.is_conj, torch.as_strided)
 
 
 cdef object _torch_state(const DLPackExchangeAPI** api):
@@ -193,6 +194,50 @@ def layout_of_tensor(t):
     if itemsize == 0 or not _take_layout(&d, sizes, strides):
         return None
     return Layout._from_normalized(normalized(d.ndim, sizes, strides, 0, itemsize))
+
+
+def view_tensor(base, layout):
+    """The torch fast path of :func:`strided.view` (``copy`` None or False):
+    ``torch.as_strided`` of a plain CPU tensor as a :class:`~strided.Layout` of its itemsize,
+    without negative strides, whose elements all lie in base's own span; None for the checked
+    path (``strided.interop._torch.view``), which decides everything else (the rest of base's
+    storage, negative strides, subclasses, views inside an autograd graph, other devices) and
+    explains every refusal.
+
+    Base's sizes and strides come through the exchange API; the only calls into torch are
+    ``requires_grad`` (``_base`` too when it is set), ``storage_offset()`` and the
+    ``as_strided`` that makes the view, the checked path's own call.
+    """
+    cdef DLTensor d
+    cdef int i
+    cdef int64_t itemsize, lo = 0, hi = 0
+    cdef int64_t sizes[MAX_NDIM]
+    cdef int64_t strides[MAX_NDIM]
+    cdef const DLPackExchangeAPI* api
+    if type(layout) is not Layout:
+        return None
+    state = _torch_state(&api)
+    if state is None or type(base) is not state[0] or not _read(api, base, &d):
+        return None
+    itemsize = _itemsize(&d)
+    if (itemsize == 0 or layout._bits != 8 * itemsize or layout._itemsize != itemsize
+            or layout._size == 0 or not _take_layout(&d, sizes, strides)):
+        return None
+    for i in range(d.ndim):     # base's span, from its first element: the memory a view may use
+        if sizes[i] == 0:
+            return None
+        if strides[i] > 0:
+            hi += strides[i] * (sizes[i] - 1)
+        else:
+            lo += strides[i] * (sizes[i] - 1)
+    if layout._lo < lo or layout._hi > hi:
+        return None
+    for stride in layout._strides:
+        if stride < 0:          # torch has none: the checked path flips (a copy) or refuses
+            return None
+    if base.requires_grad and base._base is not None:   # its root's graph: the checked path
+        return None
+    return state[4](base, layout._sizes, layout._strides, base.storage_offset() + layout._offset)
 
 
 def current_address(t, sizes, strides):

@@ -297,34 +297,6 @@ def _flip(torch: Any, t: Any, axes: list[int]) -> Any:
         return t.view(bits).flip(axes).view(t.dtype)
 
 
-def quick_view(base: Any, layout: object) -> Any:
-    """The fast path of :func:`strided.view` for a plain CPU tensor (``copy`` None or False):
-    ``torch.as_strided`` over base's storage, exactly the checked path's call, when nothing
-    needs its care; None for the checked path (which explains every refusal).
-
-    Taken when base is a ``torch.Tensor`` (no subclass, such as ``nn.Parameter``), strided and
-    not nested, on the CPU, not a view inside an autograd graph (whose gradients
-    :func:`_graph_source` routes through the root), and the layout has base's itemsize,
-    elements, no negative stride, and lies inside base's storage.
-    """
-    torch = sys.modules.get("torch")
-    if torch is None or type(base) is not torch.Tensor or type(layout) is not Layout:
-        return None
-    if (not base.is_cpu or base.layout is not torch.strided or base.is_nested
-            or (base.requires_grad and base._base is not None)):
-        return None
-    itemsize = base.element_size()
-    strides = layout.strides
-    if (layout.itemsize != itemsize or layout.bits != 8 * itemsize or layout.size == 0
-            or min(strides, default=0) < 0):
-        return None
-    start = base.storage_offset()
-    lo, hi = layout.span
-    if lo < -start or hi >= base.untyped_storage().nbytes() // itemsize - start:
-        return None
-    return torch.as_strided(base, layout.sizes, strides, start + layout.offset)
-
-
 def view(base: Any, record: MemoryRecord, layout: Layout, copy: bool | None) -> Any:
     """``torch.as_strided`` over base's storage (no data touched: works on every device).
 
