@@ -320,7 +320,7 @@ def family(case):
     else:
         tiled = False
     pixels = (not convert_last and dp == C and pp == 0 and pq in (0, 1) and planes_on
-              and case.src_type == "float32" and mode == "aff32" and C in (3, 4)
+              and case.src_type == "float32" and mode == "aff32" and C in (3, 4, 32)
               and case.level >= 2 and case.dst_type in ("uint8", "int8"))
     if stage == 1:
         return "convert/staged"

@@ -172,8 +172,9 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
     if (P.kind == ST_BLOCK_TRANSPOSE and P.convert_last and P.sq == P.R and P.pq == 0
             and P.pp in (0, 1) and T.convert_planes):
         P.planes = st_cvt_planes(P.stype, P.dtype, P.mode, <int>P.R, simd_level())
-    # ... and the mirror: float32 planes to dense 3- or 4-channel 8-bit pixels, quantized
-    # (float32 NCHW -> int8 NCHW4, CHW float32 -> HWC uint8).
+    # ... and the mirror: float32 planes to dense 3-, 4- or 32-channel 8-bit pixels, quantized
+    # (float32 NCHW -> int8 NCHW4 / NCHW32, CHW float32 -> HWC uint8; NCHW32 at (8, 128, 64,
+    # 64), paired with a contiguous cast: 0.57 -> 0.93-1.0x its speed on 1 and 2 threads).
     P.pixels = NULL
     if (P.kind == ST_BLOCK_TRANSPOSE and not P.convert_last and P.dp == P.C and P.pp == 0
             and P.pq in (0, 1) and T.convert_planes):
@@ -351,7 +352,7 @@ cdef void _run_block(const Plan* P, const st_cvt_op* op, char* dst, const char* 
                        scale + r * P.pp * P.ct, shift + r * P.pp * P.ct, P.pq)
         return
     if P.pixels != NULL and w == P.C:
-        P.pixels(dst, src, h, P.sq * P.ssz, scale, shift, P.pq)
+        P.pixels(dst, src, h, P.sq * P.ssz, scale, shift, P.pq, tile, _tile_bytes(P))
         return
     # convert the tile into `tile` in the source's order, then transpose it out
     if _whole_runs(P):

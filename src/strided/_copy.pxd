@@ -32,7 +32,8 @@ ctypedef void (*planes_fn)(char* d, Py_ssize_t dp, const char* s, Py_ssize_t n,
                            const void* scale, const void* shift, Py_ssize_t pp, char* tile,
                            Py_ssize_t tile_bytes) noexcept nogil
 ctypedef void (*pixels_fn)(char* d, const char* s, Py_ssize_t n, Py_ssize_t sp,
-                           const void* scale, const void* shift, Py_ssize_t pq) noexcept nogil
+                           const void* scale, const void* shift, Py_ssize_t pq, char* tile,
+                           Py_ssize_t tile_bytes) noexcept nogil
 ctypedef void (*tiled_fn)(char* dst, Py_ssize_t dp, const char* src, Py_ssize_t sq,
                           Py_ssize_t R, Py_ssize_t C, int nt, char* scratch) noexcept nogil
 

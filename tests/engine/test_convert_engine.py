@@ -293,13 +293,14 @@ def test_image_planes_at_every_simd_level(level, channels, width, dtype):
 
 
 @pytest.mark.parametrize("level", [0, 1, 2])
-@pytest.mark.parametrize("channels", [3, 4])
-@pytest.mark.parametrize("width", [1, 7, 8, 9, 10, 11, 17, 33, 257])
+@pytest.mark.parametrize("channels", [3, 4, 32])
+@pytest.mark.parametrize("width", [1, 2, 7, 8, 9, 10, 11, 17, 33, 257])
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
 def test_image_pixels_at_every_simd_level(level, channels, width, dtype):
     """CHW float32 -> HWC 8-bit, quantized, straight to pixels: vector tails (3 channels keep
-    room after each round), NaN, infinities, ties and out-of-range values, per-channel and
-    scalar parameters, guard bytes after the image, every SIMD level."""
+    room after each round; 32 channels, float32 NCHW -> int8 NCHW32's pixels, go through the
+    tile), NaN, infinities, ties and out-of-range values, per-channel and scalar parameters,
+    guard bytes after the image, every SIMD level."""
     from strided import _copy
 
     rng = np.random.default_rng(width)

@@ -351,11 +351,12 @@ def test_sentinel_pattern_changes_with_position():
     assert all(np.unique(pattern[i:i + 256]).size == 256 for i in (0, 1, 255, 3000))
 
 
-def test_image_planes_rows_of_every_width_stay_inside():
+def test_image_planes_and_pixels_rows_of_every_width_stay_inside():
     """HWC 8-bit pixels -> CHW float32 planes whose rows do not merge (a padded destination,
     as a crop's source does): each row is one call of the planes kernel, whose last rounds of
-    8 pixels overlap the ones before and end at the row's last byte; every width 1..40, 3, 4
-    and 32 channels (int8 NCHW32 dequantized: the tile-staged kernel), both signs, every SIMD
+    8 pixels overlap the ones before and end at the row's last byte; and the mirror, float32
+    planes -> padded rows of quantized pixels (the pixels kernels). Every width 1..40, 3, 4
+    and 32 channels (int8 NCHW32 both ways: the tile-staged kernels), both signs, every SIMD
     level, against the guard pages."""
     out = run_isolated("""
         import numpy as np
@@ -375,15 +376,25 @@ def test_image_planes_rows_of_every_width_stay_inside():
                                     param_strides=(1, 0, 0), param_length=channels,
                                     level=level, convert_tune=CONVERT_TUNES["default"],
                                     label="HWC -> CHW rows")
-                        families.add(family(case))
-                        problem = run_case(case)
-                        if problem:
-                            problems.append(f"{case.describe()}: {problem}")
+                        mirror = Case((channels, 2, width),
+                                      (1, (width + 1) * channels, channels),
+                                      (2 * (width + 3), width + 3, 1), dst_type=src_type,
+                                      src_type="float32",
+                                      scale=tuple(np.linspace(0.5, 2, channels)),
+                                      shift=tuple(np.linspace(-1, 1, channels)),
+                                      param_strides=(1, 0, 0), param_length=channels,
+                                      level=level, convert_tune=CONVERT_TUNES["default"],
+                                      label="CHW -> HWC rows")
+                        for one in (case, mirror):
+                            families.add(family(one))
+                            problem = run_case(one)
+                            if problem:
+                                problems.append(f"{one.describe()}: {problem}")
         print(sorted(families))
         print(*problems[:10], sep="\\n")
         print("problems", len(problems))
     """, timeout=900)
-    assert "convert/planes" in out, out
+    assert "convert/planes" in out and "convert/pixels" in out, out
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 

@@ -44,11 +44,13 @@
 static st_pixels_fn st_cvt_pixels(int stype, int dtype, int mode, int R, int simd)
 {
 #if ST_X86_GNU
-    if (stype != ST_F32 || mode != ST_CVT_AFF32 || (R != 3 && R != 4) || simd < 2
+    if (stype != ST_F32 || mode != ST_CVT_AFF32 || (R != 3 && R != 4 && R != 32) || simd < 2
             || !st_cvt_has_avx2)
         return NULL;
-    if (dtype == ST_U8) return R == 3 ? st_pixels3_u8_avx2 : st_pixels4_u8_avx2;
-    if (dtype == ST_I8) return R == 3 ? st_pixels3_i8_avx2 : st_pixels4_i8_avx2;
+    if (dtype == ST_U8)
+        return R == 3 ? st_pixels3_u8_avx2 : R == 4 ? st_pixels4_u8_avx2 : st_pixels32_u8_avx2;
+    if (dtype == ST_I8)
+        return R == 3 ? st_pixels3_i8_avx2 : R == 4 ? st_pixels4_i8_avx2 : st_pixels32_i8_avx2;
 #endif
     (void)stype; (void)dtype; (void)mode; (void)R; (void)simd;
     return NULL;

@@ -305,14 +305,90 @@ st_pixels_avx2(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
 #define ST_DEF_PIXELS(NAME, R, SIGN)                                                           \
     __attribute__((target("avx2"))) static void NAME(char *d, const char *s, st_idx n,        \
                                                      st_idx sp, const void *scale,           \
-                                                     const void *shift, st_idx pq)           \
+                                                     const void *shift, st_idx pq,           \
+                                                     char *tile, st_idx tile_bytes)          \
     {                                                                                         \
+        (void)tile; (void)tile_bytes;                                                         \
         st_pixels_avx2(d, s, n, sp, scale, shift, pq, R, SIGN);                               \
     }
 ST_DEF_PIXELS(st_pixels3_u8_avx2, 3, 0)
 ST_DEF_PIXELS(st_pixels4_u8_avx2, 4, 0)
 ST_DEF_PIXELS(st_pixels3_i8_avx2, 3, 1)
 ST_DEF_PIXELS(st_pixels4_i8_avx2, 4, 1)
+
+/* ---- float32 planes -> 32-channel pixels (float32 NCHW -> int8 NCHW32: quantization) --------
+ * The mirror of st_planes32_avx2: four planes at a time are read in long runs and quantized
+ * as the 4-channel kernel does, 8 pixels a round, and each round's 32 bytes (per lane: 4
+ * pixels of those 4 channels, one 32-bit item a pixel) go to row k (channels 4k..4k+3) of the
+ * scratch tile; then 8 rows of a round, an 8 x 8 matrix of 32-bit items, are transposed in
+ * registers (st_transpose8_ps) into the 8 pixels' 32 channels, one 32-byte store each. The
+ * last round ends at pixel n, redoing pixels of the one before (the same values: d and s
+ * never meet here); fewer than 8 pixels go item by item. */
+__attribute__((target("avx2"))) ST_INLINE void
+st_pixels32_avx2(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
+                 const void *shift, st_idx pq, char *tile, st_idx tile_bytes, int sign)
+{
+    const float *a = (const float *)scale, *c = (const float *)shift;
+    const st_idx most = tile_bytes / 256;   /* rounds of 8 pixels a strip */
+    const __m256 lo = _mm256_set1_ps(sign ? -128.0f : 0.0f);
+    const __m256 hi = _mm256_set1_ps(sign ? 127.0f : 255.0f);
+    const __m256i order4 = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                            0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    if (n < 8 || most < 1) {
+        st_pixels_scalar(d, s, 0, n, sp, a, c, pq, 32, sign);
+        return;
+    }
+    for (st_idx i0 = 0; i0 < n; i0 += 8 * most) {
+        const st_idx rounds = (n - i0 < 8 * most ? n - i0 + 7 : 8 * most) / 8;
+#define ST_ROUND_AT(q) (i0 + 8 * (q) + 8 <= n ? i0 + 8 * (q) : n - 8)
+        for (int k = 0; k < 8; k++) {
+            __m256 A[4], C[4];
+            for (int r = 0; r < 4; r++) {
+                A[r] = _mm256_broadcast_ss(a + (4 * k + r) * pq);
+                C[r] = _mm256_broadcast_ss(c + (4 * k + r) * pq);
+            }
+            for (st_idx q = 0; q < rounds; q++) {
+                const char *px = s + 4 * ST_ROUND_AT(q) + 4 * k * sp;
+                __m256i v[4];
+                for (int r = 0; r < 4; r++) {
+                    __m256 t = _mm256_loadu_ps((const float *)(const void *)(px + r * sp));
+                    t = _mm256_add_ps(_mm256_mul_ps(t, A[r]), C[r]);
+                    t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
+                    v[r] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t, lo), hi));
+                }
+                const __m256i w0 = _mm256_packs_epi32(v[0], v[1]);
+                const __m256i w1 = _mm256_packs_epi32(v[2], v[3]);
+                const __m256i b = sign ? _mm256_packs_epi16(w0, w1) : _mm256_packus_epi16(w0, w1);
+                _mm256_storeu_si256((__m256i *)(void *)(tile + 32 * (k * rounds + q)),
+                                    _mm256_shuffle_epi8(b, order4));
+            }
+        }
+        for (st_idx q = 0; q < rounds; q++) {
+            __m256 v[8];
+            char *o = d + 32 * ST_ROUND_AT(q);
+            for (int k = 0; k < 8; k++)
+                v[k] = _mm256_loadu_ps((const float *)(const void *)(tile + 32 * (k * rounds + q)));
+            st_transpose8_ps(v);
+            for (int p = 0; p < 8; p++)
+                _mm256_storeu_ps((float *)(void *)(o + 32 * p), v[p]);
+        }
+#undef ST_ROUND_AT
+    }
+}
+
+__attribute__((target("avx2"))) static void st_pixels32_u8_avx2(
+    char *d, const char *s, st_idx n, st_idx sp, const void *scale, const void *shift,
+    st_idx pq, char *tile, st_idx tile_bytes)
+{
+    st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, 0);
+}
+
+__attribute__((target("avx2"))) static void st_pixels32_i8_avx2(
+    char *d, const char *s, st_idx n, st_idx sp, const void *scale, const void *shift,
+    st_idx pq, char *tile, st_idx tile_bytes)
+{
+    st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, 1);
+}
 #endif
 
 #endif /* STRIDED_KERNELS_CVT_PLANES_H */

@@ -33,13 +33,13 @@ typedef struct {
 } st_cvt_op;
 
 /* Dense pixels of a few channels to planes (cvt_planes.h, st_cvt_planes); `tile`: a scratch
- * tile of tile_bytes (the 32-channel kernel's; the others take none). */
+ * tile of tile_bytes (the 32-channel kernels'; the others take none). */
 typedef void (*st_planes_fn)(char *d, st_idx dp, const char *s, st_idx n, const void *scale,
                              const void *shift, st_idx pp, char *tile, st_idx tile_bytes);
 
-/* Planes to dense quantized pixels (cvt_planes.h, st_cvt_pixels). */
+/* Planes to dense quantized pixels (cvt_planes.h, st_cvt_pixels); `tile` as above. */
 typedef void (*st_pixels_fn)(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
-                             const void *shift, st_idx pq);
+                             const void *shift, st_idx pq, char *tile, st_idx tile_bytes);
 
 /* dst[r * dp + c] = convert(src[r + c * sq]) for r < R, c < C, in registers (convert_tiles.h). */
 typedef void (*st_tiled_fn)(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R,
