@@ -103,6 +103,7 @@ def machine() -> dict[str, Any]:
         "strided": strided.__version__,
         "openmp": strided.openmp_enabled(),
         "copy_kernels": _SIMD_NAMES.get(_copy._simd(), "?"),
+        "caches": _copy.CACHES.describe(),
         "load_average": load,
     }
 
@@ -115,7 +116,7 @@ def machine_facts() -> list[str]:
     return [
         f"python {facts['python']}, strided {facts['strided']}",
         f"strided.openmp_enabled() = {facts['openmp']}, copy kernels: {facts['copy_kernels']}",
-        f"cpu: {facts['cpu']}",
+        f"cpu: {facts['cpu']}; caches: {facts['caches']}",
         f"platform: {facts['platform']}, {facts['cpus']} CPUs{load_text}",
     ]
 

@@ -2,6 +2,11 @@
 
 from collections.abc import Sequence
 
+from strided._caches import CacheSizes
+
+#: the caches this machine reports (strided._caches.detect), which some knobs follow
+CACHES: CacheSizes
+
 def openmp_enabled() -> bool: ...
 def max_threads() -> int: ...
 def in_forked_child() -> bool: ...

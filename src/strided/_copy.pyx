@@ -27,7 +27,7 @@ from strided._openmp cimport (
 
 import os
 
-from strided import _core
+from strided import _caches, _core
 
 
 def openmp_enabled():
@@ -105,16 +105,16 @@ _TUNING.block_bytes = 64 * 1024      # a block of rows (a copy's, or a conversio
 _TUNING.thread_bytes = 256 * 1024    # each extra thread needs this much work
 _TUNING.nogil_bytes = 16 * 1024      # less work keeps the GIL (and one thread)
 _TUNING.chunks_per_thread = 8        # a team's blocks are claimed in this many runs a thread
-_TUNING.nt_bytes = 32 * 1024 * 1024  # calls writing this much write with streaming stores
+_TUNING.nt_bytes = 32 * 1024 * 1024  # calls writing this much stream (the L3: see below)
 _TUNING.tile_row_bytes = 256         # a copy's transpose tile's row, in each layout
 _TUNING.staged = -1                  # copy transposes via the staging tile: -1 by _staged()
-_TUNING.stage_bytes = 131072         # the copy's staging tile (at most ST_TILE_BUF) ...
+_TUNING.stage_bytes = 131072         # the copy's staging tile (L2 / 4, <= ST_TILE_BUF) ...
 _TUNING.stage_big_from = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
 _TUNING.nt_run_bytes = 128           # a streamed transpose's destination run per tile row ...
 _TUNING.nt_stitch_bytes = 512        # ... when rows do not share a line alignment
-_TUNING.shift_buffer_bytes = 256 * 1024    # the overlap routes' buffer: L2-sized
-_TUNING.convert_tile_bytes = 131072  # a conversion's staged tile: fits L2
-_TUNING.convert_tiled_bytes = 262144   # ... for the one-pass kernels (convert_tiles.h)
+_TUNING.shift_buffer_bytes = 256 * 1024    # the overlap routes' buffer: L2 / 2
+_TUNING.convert_tile_bytes = 131072  # a conversion's staged tile: L2 / 4
+_TUNING.convert_tiled_bytes = 262144   # ... for the one-pass kernels: L2 / 2
 _TUNING.convert_tile_columns = 64    # a staged tile's columns (destination rows' run)
 _TUNING.convert_period_items = 512   # an unrolled period of per-channel parameters
 _TUNING.convert_planes = 1           # dense 8-bit pixels go straight to float32 planes
@@ -123,7 +123,7 @@ _TUNING.convert_last = -1            # -1: widening transposes convert last; 0 n
 _TUNING.convert_chunked = -1         # -1: large narrowing transposes go through chunks
 _TUNING.convert_chunked_from = 4 * 1024 * 1024   # destination bytes from which to chunk
 _TUNING.convert_chunk_bytes = 512 * 1024         # destination bytes of a chunk
-_TUNING.nibble_box_bytes = 128 * 1024  # carrier bytes of a 4-bit conversion's box: float32
+_TUNING.nibble_box_bytes = 128 * 1024  # carrier bytes of a 4-bit conversion's box (L2 / 4):
 # NCHW -> int4 NCHW64, 8x256x56x56, 1 thread (AMD EPYC, 512 KiB L2): 8 KiB 10.6 ms, 32 KiB
 # 7.3, 128 KiB 5.8, 256 KiB 9.7 (the box and the tile of its plan no longer both in L2)
 _TUNING.nibble_fused = 1             # float32 planes <-> 4-bit pairs in one pass (no carriers)
@@ -132,6 +132,20 @@ _TUNING.fetch_next = 1               # streamed transposes prefetch the next blo
 # C = 256 0.55-0.61x -> 0.60-0.73x, (rows, 768) column-major 0.63-0.75x -> 0.66-0.87x, the
 # others within the noise, in four runs; prefetching into L2 only (locality 1) measured the
 # same; Intel unmeasured)
+
+
+# The knobs that follow the caches: the values above are what strided._caches's rules give on
+# the caches they were measured with (AMD EPYC Zen 3: 512 KiB L2 a core, 32 MiB L3); this
+# machine's reported caches replace them (any size not reported keeps them).
+CACHES = _caches.detect()
+_derived = _caches.derived_tuning(CACHES)
+_TUNING.nt_bytes = _derived["nt_bytes"]
+_TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
+_TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
+_TUNING.nibble_box_bytes = _derived["nibble_box_bytes"]
+_TUNING.convert_tiled_bytes = _derived["convert_tiled_bytes"]
+_TUNING.shift_buffer_bytes = _derived["shift_buffer_bytes"]
+del _derived
 
 
 cdef Tuning tuning_now() noexcept:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import strided
+from strided import _copy
 from strided._cli._common import (
     OneLineParser,
     check_sampling,
@@ -157,7 +158,8 @@ def _per_call(seconds: float) -> str:
 
 def _facts(repeat: int, sample_ms: float, threads: int | None) -> list[str]:
     return [
-        f"cpu: {cpu_model()}, {os.cpu_count()} CPUs; {platform.system()} {platform.machine()}",
+        f"cpu: {cpu_model()}, {os.cpu_count()} CPUs; {platform.system()} {platform.machine()}; "
+        f"caches: {_copy.CACHES.describe()}",
         f"python {platform.python_version()}, numpy {np.__version__}, strided "
         f"{strided.__version__}, strided.openmp_enabled() = {strided.openmp_enabled()}",
         f"{repeat} samples per contender of ~{sample_ms:g} ms, taking turns in a rotating order; "

@@ -1,0 +1,127 @@
+"""The cache sizes the machine reports, and the engine's tuning derived from them.
+
+The copy and conversion engines size their staging tiles by the L2 cache and decide to stream
+(non-temporal stores) by the last-level cache. The rules below reproduce, on the development
+machines' caches (AMD EPYC Zen 3: 32 KiB L1d, 512 KiB L2 a core, 32 MiB L3 a CCD), the
+constants measured there (see the comments on ``_TUNING`` in ``_copy.pyx``), and scale them on
+other caches within bounds that keep every tile inside its cache; a machine that reports
+nothing keeps those constants.
+
+The sizes come from Linux's sysfs (``/sys/devices/system/cpu/cpu0/cache``: the caches one
+core sees, a shared L3 counted once per instance), not from glibc's
+``sysconf(_SC_LEVEL3_CACHE_SIZE)``, which reads CPUID and reports, inside a VM on an AMD
+EPYC host, the whole package's 256 MiB where one core's L3 holds 32 MiB.
+
+Examples
+--------
+>>> sizes = CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024, l3=30 * 1024 * 1024, source="test")
+>>> tuning = derived_tuning(sizes)
+>>> tuning["nt_bytes"] == 30 * 1024 * 1024      # stream what the L3 cannot hold
+True
+>>> tuning["convert_tiled_bytes"] // 1024        # half the L2, at most 1 MiB
+1024
+>>> derived_tuning(CacheSizes(None, None, None, "none")) == derived_tuning(FALLBACK)
+True
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+class CacheSizes(NamedTuple):
+    """Bytes of one core's L1 data, L2 and last-level L3 cache (None: not reported), and where
+    the sizes came from."""
+
+    l1d: int | None
+    l2: int | None
+    l3: int | None
+    source: str
+
+    def describe(self) -> str:
+        """``L1d 32 KiB, L2 512 KiB, L3 32 MiB (sysfs)``; ``?`` for a size not reported."""
+        def size(n: int | None) -> str:
+            if n is None:
+                return "?"
+            return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n // KiB} KiB"
+        return f"L1d {size(self.l1d)}, L2 {size(self.l2)}, L3 {size(self.l3)} ({self.source})"
+
+
+#: The caches the constants were measured with (AMD EPYC Zen 3), used for any size not reported.
+FALLBACK = CacheSizes(l1d=32 * KiB, l2=512 * KiB, l3=32 * MiB, source="fallback")
+
+_SYSFS = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def _parse_size(text: str) -> int | None:
+    """``32K`` / ``32768K`` / ``1M`` / ``524288`` -> bytes; None for anything else."""
+    text = text.strip().upper()
+    scale = {"K": KiB, "M": MiB, "G": 1024 * MiB}.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    return int(digits) * scale if digits.isdigit() and int(digits) > 0 else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def detect(root: str = _SYSFS) -> CacheSizes:
+    """The caches of CPU 0 as Linux's sysfs describes them under ``root`` (one directory
+    ``index<k>`` per cache, with ``level``, ``type`` and ``size``); all None where there is no
+    such description (another OS, a container hiding sysfs)."""
+    found: dict[int, int] = {}
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        entries = []
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        level = _read(os.path.join(root, entry, "level"))
+        kind = _read(os.path.join(root, entry, "type"))
+        size = _parse_size(_read(os.path.join(root, entry, "size")) or "")
+        if level is None or not level.isdigit() or kind not in ("Data", "Unified") or not size:
+            continue
+        found.setdefault(int(level), size)
+    if not found:
+        return CacheSizes(None, None, None, "not reported")
+    return CacheSizes(found.get(1), found.get(2), found.get(3), "sysfs")
+
+
+def _clamp(value: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, value))
+
+
+def derived_tuning(caches: CacheSizes) -> dict[str, int]:
+    """The engine's knobs that follow the caches (names of ``_copy._tune``), from ``caches``,
+    any size it lacks taken from :data:`FALLBACK`.
+
+    - ``nt_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: a copy that writes more
+      than the cache holds streams (measured on the 32 MiB L3: streaming wins from 32 MiB).
+    - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
+      buffer's size), ``convert_tile_bytes`` and ``nibble_box_bytes`` = L2 / 4, 32-512 KiB
+      (a conversion's tile and a 4-bit box, each beside the other operands in L2: measured on
+      a 512 KiB L2, a 256 KiB box took 1.7x the time of a 128 KiB one), and
+      ``convert_tiled_bytes`` and ``shift_buffer_bytes`` = L2 / 2, 64 KiB - 1 MiB (the
+      one-pass conversion tiles: 256 KiB measured 0.9x the time of 128 KiB on a 512 KiB L2;
+      the overlap routes' buffer).
+    """
+    l2 = caches.l2 or FALLBACK.l2
+    assert l2 is not None and FALLBACK.l3 is not None
+    llc = caches.l3 or caches.l2 or FALLBACK.l3
+    return {
+        "nt_bytes": _clamp(llc, 4 * MiB, 256 * MiB),
+        "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
+        "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),
+        "nibble_box_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),
+        "convert_tiled_bytes": _clamp(l2 // 2, 64 * KiB, 1 * MiB),
+        "shift_buffer_bytes": _clamp(l2 // 2, 64 * KiB, 1 * MiB),
+    }

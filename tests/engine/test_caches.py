@@ -1,0 +1,78 @@
+"""The cache sizes the machine reports and the engine knobs derived from them (strided._caches)."""
+
+import os
+
+import pytest
+
+from strided import _caches, _copy
+from strided._caches import FALLBACK, CacheSizes, KiB, MiB, derived_tuning, detect
+
+
+def _sysfs(root, caches):
+    """A sysfs cache tree: one index<k> directory per (level, type, size text)."""
+    for k, (level, kind, size) in enumerate(caches):
+        d = root / f"index{k}"
+        d.mkdir(parents=True)
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    return str(root)
+
+
+def test_detect_reads_the_data_and_unified_caches_of_each_level(tmp_path):
+    root = _sysfs(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"),
+                             (2, "Unified", "2048K"), (3, "Unified", "30M")])
+    assert detect(root) == CacheSizes(48 * KiB, 2 * MiB, 30 * MiB, "sysfs")
+
+
+def test_detect_skips_what_it_cannot_read(tmp_path):
+    root = _sysfs(tmp_path, [(1, "Data", "32K"), (2, "Unified", "lots"), (3, "Unified", "0K"),
+                             ("x", "Unified", "1M")])
+    (tmp_path / "index9").mkdir()               # no files at all
+    (tmp_path / "power").mkdir()                # not a cache
+    assert detect(root) == CacheSizes(32 * KiB, None, None, "sysfs")
+    assert detect(str(tmp_path / "missing")) == CacheSizes(None, None, None, "not reported")
+
+
+def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
+    assert derived_tuning(FALLBACK) == {
+        "nt_bytes": 32 * MiB, "stage_bytes": 128 * KiB, "convert_tile_bytes": 128 * KiB,
+        "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
+        "shift_buffer_bytes": 256 * KiB}
+    # nothing reported: the constants themselves
+    assert derived_tuning(CacheSizes(None, None, None, "not reported")) == \
+        derived_tuning(FALLBACK)
+
+
+@pytest.mark.parametrize("l2, l3, want", [
+    # a 2 MiB L2, 105 MiB L3 (a server core): tiles grow to their bounds, streaming later
+    (2 * MiB, 105 * MiB, {"nt_bytes": 105 * MiB, "stage_bytes": 128 * KiB,
+                          "convert_tile_bytes": 512 * KiB, "convert_tiled_bytes": 1 * MiB}),
+    # a 256 KiB L2, 8 MiB L3 (an older desktop): smaller tiles, earlier streaming
+    (256 * KiB, 8 * MiB, {"nt_bytes": 8 * MiB, "stage_bytes": 64 * KiB,
+                          "convert_tile_bytes": 64 * KiB, "convert_tiled_bytes": 128 * KiB}),
+    # tiny caches and no L3: the bounds, the L2 as the last level
+    (64 * KiB, None, {"nt_bytes": 4 * MiB, "stage_bytes": 32 * KiB,
+                      "convert_tile_bytes": 32 * KiB, "convert_tiled_bytes": 64 * KiB}),
+    # an enormous L3: streaming from 256 MiB at the latest
+    (1 * MiB, 1024 * MiB, {"nt_bytes": 256 * MiB, "stage_bytes": 128 * KiB}),
+])
+def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want):
+    got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test"))
+    assert {k: got[k] for k in want} == want
+
+
+def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():
+    knobs = _copy._tune()
+    derived = derived_tuning(_copy.CACHES)
+    assert {k: knobs[k] for k in derived} == derived
+    if os.path.isdir("/sys/devices/system/cpu/cpu0/cache"):
+        assert _copy.CACHES == detect()
+        assert _copy.CACHES.source == "sysfs" and _copy.CACHES.l2
+
+
+def test_describe_names_every_level():
+    assert CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "sysfs").describe() == \
+        "L1d 32 KiB, L2 512 KiB, L3 32 MiB (sysfs)"
+    assert CacheSizes(None, 1536 * KiB, None, "x").describe() == "L1d ?, L2 1536 KiB, L3 ? (x)"
+    assert _caches.FALLBACK.source == "fallback"
