@@ -249,11 +249,12 @@ def test_rgb_pixels_of_every_length_stay_inside():
     """Three or four byte planes into dense pixels (interleave.h: st_rgb_avx2, 32 RGB pixels a
     step in three 32-byte stores; st_rgb_ssse3, 16 a step; 4-byte pixels 16 a step; bytes
     after that), with ordinary stores and with streaming stores forced on (whole output lines
-    streamed between an ordinary head and tail), and three planes of float32 (st_rgb_4_avx2,
-    8 pixels a step): every pixel count 1..200 and a few long ones, planes back to back or
-    padded, the planes' last byte or the pixels' last byte right before a guard page and the
-    other operand's first right after one, every SIMD level, 1 and 2 threads. The
-    destination's pages must hold exactly the interleaved planes and nothing else; the
+    streamed between an ordinary head and tail), three planes of float32 (st_rgb_4_avx2,
+    8 pixels a step), and 32 byte planes into 32-byte pixels (st_pixels32_bytes_avx2, groups
+    of 64 pixels through a buffer): every pixel count 1..200 and a few long ones, planes back
+    to back or padded, the planes' last byte or the pixels' last byte right before a guard
+    page and the other operand's first right after one, every SIMD level, 1 and 2 threads.
+    The destination's pages must hold exactly the interleaved planes and nothing else; the
     source's must be unchanged."""
     out = run_isolated("""
         import numpy as np
@@ -266,7 +267,7 @@ def test_rgb_pixels_of_every_length_stay_inside():
         problems = 0
         for level, (C, dtype), nt in ((level, kind, nt) for level in range(_copy._simd() + 1)
                                       for kind in ((3, np.uint8), (4, np.uint8),
-                                                   (3, np.float32))
+                                                   (3, np.float32), (32, np.uint8))
                                       for nt in (-1, 0)):
             _copy._simd(level)
             _copy._tune(nt_bytes=nt)

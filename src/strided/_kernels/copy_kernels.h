@@ -57,6 +57,18 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
 {
     if (kind == ST_BLOCK_TBUF && scratch == NULL)
         kind = ST_BLOCK_TRANSPOSE;
+#if ST_HAVE_AVX2_DISPATCH
+    /* 32 byte planes into 32-byte pixels (8-bit NCHW32), in registers, unless streamed */
+    if ((kind == ST_BLOCK_TRANSPOSE || (kind == ST_BLOCK_TBUF && !(nt & ST_NT)))
+            && itemsize == 1 && C == 32 && dp == 32 && st_simd >= 2) {
+        st_idx done = st_pixels32_bytes_avx2(dst, src, sq, R);
+        dst += done * 32;
+        src += done;
+        R -= done;
+        if (R == 0)
+            return;
+    }
+#endif
     if (kind == ST_BLOCK_TBUF) {
 #if ST_HAVE_AVX2_DISPATCH
         if (st_simd >= 2 && itemsize == 4 && ST_AVX2_FITS(R, C, 8)) {
