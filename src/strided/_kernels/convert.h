@@ -56,6 +56,18 @@ static st_pixels_fn st_cvt_pixels(int stype, int dtype, int mode, int R, int sim
     return NULL;
 }
 
+/* The kernel of float32 planes -> 64-channel 4-bit pixels (int4 / uint4 NCHW64), affine in
+ * float32 (AVX2 only; below it the 4-bit route's pairs and transpose), or NULL. */
+static st_pixels_fn st_cvt_pixels_nib(int stype, int mode, int sign, int simd)
+{
+#if ST_X86_GNU
+    if (stype == ST_F32 && mode == ST_CVT_AFF32 && simd >= 2 && st_cvt_has_avx2)
+        return sign ? st_pixels64_i4_avx2 : st_pixels64_u4_avx2;
+#endif
+    (void)stype; (void)mode; (void)sign; (void)simd;
+    return NULL;
+}
+
 /* The planes kernel for R planes of a (src, dst, mode) triple, or NULL. */
 static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd)
 {

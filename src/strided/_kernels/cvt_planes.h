@@ -316,49 +316,94 @@ ST_DEF_PIXELS(st_pixels4_u8_avx2, 4, 0)
 ST_DEF_PIXELS(st_pixels3_i8_avx2, 3, 1)
 ST_DEF_PIXELS(st_pixels4_i8_avx2, 4, 1)
 
-/* ---- float32 planes -> 32-channel pixels (float32 NCHW -> int8 NCHW32: quantization) --------
- * The mirror of st_planes32_avx2: four planes at a time are read in long runs and quantized
- * as the 4-channel kernel does, 8 pixels a round, and each round's 32 bytes (per lane: 4
- * pixels of those 4 channels, one 32-bit item a pixel) go to row k (channels 4k..4k+3) of the
+/* ---- float32 planes -> 32-byte pixels: int8 NCHW32, int4 NCHW64 (quantization) --------------
+ * The mirror of st_planes32_avx2, for 32 channels of 8 bits and for 64 channels of 4 bits
+ * (`nib`: int4 / uint4 pairs, channel 2j in the low nibble of byte j, 2j + 1 in its high one):
+ * four planes at a time (eight for nibbles) are read in long runs and quantized as the
+ * 4-channel kernel does, 8 pixels a round, and each round's 32 bytes (per lane: 4 pixels of
+ * those channels, one 32-bit item a pixel) go to row k (bytes 4k..4k+3 of each pixel) of the
  * scratch tile; then 8 rows of a round, an 8 x 8 matrix of 32-bit items, are transposed in
- * registers (st_transpose8_ps) into the 8 pixels' 32 channels, one 32-byte store each. The
- * last round ends at pixel n, redoing pixels of the one before (the same values: d and s
- * never meet here); fewer than 8 pixels go item by item. */
+ * registers (st_transpose8_ps) into the 8 pixels' 32 bytes, one store each. The last round
+ * ends at pixel n, redoing pixels of the one before (the same values: d and s never meet
+ * here); fewer than 8 pixels go item by item. Quantizing: x * a + c, NaN -> 0, clamped to the
+ * type's range, rounded half to even (8 bits: st_f32_byte_scalar's result; 4 bits: the same,
+ * as the carrier's saturate to 8 bits then to 4 is the saturate of the exact value). */
+ST_INLINE void st_pixels32_scalar(char *d, const char *s, st_idx n, st_idx sp, const float *a,
+                                  const float *c, st_idx pq, int sign, int nib)
+{
+    for (st_idx i = 0; i < n; i++)
+        for (int j = 0; j < 32; j++) {
+            if (!nib) {
+                const float t = st_ld_f32(s + j * sp + 4 * i) * a[j * pq];
+                d[32 * i + j] = (char)st_f32_byte_scalar(t + c[j * pq], 1, sign);
+                continue;
+            }
+            unsigned pair = 0;
+            for (int h = 0; h < 2; h++) {
+                const st_idx ch = 2 * j + h;
+                const float t = st_ld_f32(s + ch * sp + 4 * i) * a[ch * pq];
+                int v = st_f32_byte_scalar(t + c[ch * pq], 1, sign);
+                v = sign ? (v < -8 ? -8 : v > 7 ? 7 : v) : (v > 15 ? 15 : v);
+                pair |= ((unsigned)v & 15u) << (4 * h);
+            }
+            d[32 * i + j] = (char)pair;
+        }
+}
+
+/* 8 floats of a plane: affine, NaN -> 0, clamped, rounded half to even, as 32-bit items */
+__attribute__((target("avx2"))) ST_INLINE __m256i st_quantized8(const char *p, __m256 a,
+                                                                __m256 c, __m256 lo, __m256 hi)
+{
+    __m256 t = _mm256_loadu_ps((const float *)(const void *)p);
+    t = _mm256_add_ps(_mm256_mul_ps(t, a), c);
+    t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t, lo), hi));
+}
+
 __attribute__((target("avx2"))) ST_INLINE void
 st_pixels32_avx2(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
-                 const void *shift, st_idx pq, char *tile, st_idx tile_bytes, int sign)
+                 const void *shift, st_idx pq, char *tile, st_idx tile_bytes, int sign, int nib)
 {
     const float *a = (const float *)scale, *c = (const float *)shift;
     const st_idx most = tile_bytes / 256;   /* rounds of 8 pixels a strip */
-    const __m256 lo = _mm256_set1_ps(sign ? -128.0f : 0.0f);
-    const __m256 hi = _mm256_set1_ps(sign ? 127.0f : 255.0f);
+    const int per = nib ? 8 : 4;            /* planes a tile row */
+    const float top = nib ? (sign ? 7.0f : 15.0f) : (sign ? 127.0f : 255.0f);
+    const __m256 lo = _mm256_set1_ps(sign ? (nib ? -8.0f : -128.0f) : 0.0f);
+    const __m256 hi = _mm256_set1_ps(top);
+    const __m256i low4 = _mm256_set1_epi32(15);
     const __m256i order4 = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     if (n < 8 || most < 1) {
-        st_pixels_scalar(d, s, 0, n, sp, a, c, pq, 32, sign);
+        st_pixels32_scalar(d, s, n, sp, a, c, pq, sign, nib);
         return;
     }
     for (st_idx i0 = 0; i0 < n; i0 += 8 * most) {
         const st_idx rounds = (n - i0 < 8 * most ? n - i0 + 7 : 8 * most) / 8;
 #define ST_ROUND_AT(q) (i0 + 8 * (q) + 8 <= n ? i0 + 8 * (q) : n - 8)
         for (int k = 0; k < 8; k++) {
-            __m256 A[4], C[4];
-            for (int r = 0; r < 4; r++) {
-                A[r] = _mm256_broadcast_ss(a + (4 * k + r) * pq);
-                C[r] = _mm256_broadcast_ss(c + (4 * k + r) * pq);
+            __m256 A[8], C[8];
+            for (int r = 0; r < per; r++) {
+                A[r] = _mm256_broadcast_ss(a + (per * k + r) * pq);
+                C[r] = _mm256_broadcast_ss(c + (per * k + r) * pq);
             }
             for (st_idx q = 0; q < rounds; q++) {
-                const char *px = s + 4 * ST_ROUND_AT(q) + 4 * k * sp;
+                const char *px = s + 4 * ST_ROUND_AT(q) + per * k * sp;
                 __m256i v[4];
                 for (int r = 0; r < 4; r++) {
-                    __m256 t = _mm256_loadu_ps((const float *)(const void *)(px + r * sp));
-                    t = _mm256_add_ps(_mm256_mul_ps(t, A[r]), C[r]);
-                    t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
-                    v[r] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t, lo), hi));
+                    if (!nib) {
+                        v[r] = st_quantized8(px + r * sp, A[r], C[r], lo, hi);
+                        continue;
+                    }
+                    const __m256i e = st_quantized8(px + 2 * r * sp, A[2 * r], C[2 * r], lo, hi);
+                    const __m256i o = st_quantized8(px + (2 * r + 1) * sp, A[2 * r + 1],
+                                                    C[2 * r + 1], lo, hi);
+                    v[r] = _mm256_or_si256(_mm256_and_si256(e, low4),
+                                           _mm256_slli_epi32(_mm256_and_si256(o, low4), 4));
                 }
                 const __m256i w0 = _mm256_packs_epi32(v[0], v[1]);
                 const __m256i w1 = _mm256_packs_epi32(v[2], v[3]);
-                const __m256i b = sign ? _mm256_packs_epi16(w0, w1) : _mm256_packus_epi16(w0, w1);
+                const __m256i b = sign && !nib ? _mm256_packs_epi16(w0, w1)
+                                               : _mm256_packus_epi16(w0, w1);
                 _mm256_storeu_si256((__m256i *)(void *)(tile + 32 * (k * rounds + q)),
                                     _mm256_shuffle_epi8(b, order4));
             }
@@ -376,19 +421,18 @@ st_pixels32_avx2(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
     }
 }
 
-__attribute__((target("avx2"))) static void st_pixels32_u8_avx2(
-    char *d, const char *s, st_idx n, st_idx sp, const void *scale, const void *shift,
-    st_idx pq, char *tile, st_idx tile_bytes)
-{
-    st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, 0);
-}
-
-__attribute__((target("avx2"))) static void st_pixels32_i8_avx2(
-    char *d, const char *s, st_idx n, st_idx sp, const void *scale, const void *shift,
-    st_idx pq, char *tile, st_idx tile_bytes)
-{
-    st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, 1);
-}
+#define ST_DEF_PIXELS32(NAME, SIGN, NIB)                                                       \
+    __attribute__((target("avx2"))) static void NAME(char *d, const char *s, st_idx n,        \
+                                                     st_idx sp, const void *scale,           \
+                                                     const void *shift, st_idx pq,           \
+                                                     char *tile, st_idx tile_bytes)          \
+    {                                                                                         \
+        st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, SIGN, NIB);         \
+    }
+ST_DEF_PIXELS32(st_pixels32_u8_avx2, 0, 0)
+ST_DEF_PIXELS32(st_pixels32_i8_avx2, 1, 0)
+ST_DEF_PIXELS32(st_pixels64_u4_avx2, 0, 1)
+ST_DEF_PIXELS32(st_pixels64_i4_avx2, 1, 1)
 #endif
 
 #endif /* STRIDED_KERNELS_CVT_PLANES_H */
