@@ -1,6 +1,8 @@
 /* Dense 8-bit pixels of 3, 4 or 32 channels to float32 planes (an image's HWC -> CHW, int8
- * NCHW4 / NCHW32 -> NCHW) and float32 planes back to dense, quantized 8-bit pixels of 3 or 4
- * channels, each in one pass without a staging tile. */
+ * NCHW4 / NCHW32 -> NCHW) and float32 planes back to dense, quantized pixels of 3, 4 or 32
+ * channels of 8 bits or 64 of 4 bits (CHW -> HWC uint8, NCHW -> int8 NCHW4 / NCHW32, int4
+ * NCHW64), each in one pass: the 3- and 4-channel kernels without a tile, the 32-byte pixels
+ * through a small one. */
 #ifndef STRIDED_KERNELS_CVT_PLANES_H
 #define STRIDED_KERNELS_CVT_PLANES_H
 
