@@ -21,6 +21,7 @@ interop layer) gives, or declines and leaves the case to it. These tests hold th
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import textwrap
@@ -139,6 +140,30 @@ def test_view_array_marks_aliasing_views_and_views_of_read_only_bases_read_only(
     assert not windows.flags.writeable
     base.flags.writeable = False
     assert not st.view(base, st.Layout((6,), itemsize=4)).flags.writeable
+
+
+@settings(max_examples=200)
+@given(layouts(itemsizes=(1,)), hst.sampled_from([bytes, bytearray]))
+def test_views_of_bytes_are_the_checked_views(wanted, kind):
+    """bytes and bytearray are viewed as numpy's uint8 over them (the fast path of view):
+    the values, the address, the writeability and the errors of the checked path."""
+    data = kind(range(40))
+    base = np.frombuffer(data, np.uint8)
+    try:
+        checked = _checked_view(base, wanted)
+    except ValueError as e:
+        with pytest.raises(ValueError, match=re.escape(str(e)[:30])):
+            st.view(data, wanted)
+        return
+    fast = st.view(data, wanted)
+    assert fast.dtype == np.uint8 and fast.shape == checked.shape
+    assert np.array_equal(fast, checked)
+    assert fast.flags.writeable == (kind is bytearray and not wanted.overlaps)
+    if wanted.size:
+        assert fast.__array_interface__["data"][0] == checked.__array_interface__["data"][0]
+    if kind is bytearray and fast.size and fast.flags.writeable:
+        fast[(0,) * fast.ndim] = 255                 # element 0 lies at the offset
+        assert data[wanted.offset] == 255
 
 
 @pytest.mark.parametrize("base", [

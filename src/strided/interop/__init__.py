@@ -271,10 +271,12 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     """
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
-    if copy is not True:        # plain ndarrays (compiled) and plain CPU tensors
+    if copy is not True:        # plain ndarrays, plain CPU tensors, bytes and bytearrays
         fast = view_array(base, layout)
         if fast is None:
             fast = view_tensor(base, layout)
+        if fast is None and type(base) in (bytes, bytearray):   # numpy's uint8 over them,
+            fast = view_array(np.frombuffer(base, np.uint8), layout)   # as describe reads them
         if fast is not None:
             return fast
     if isinstance(layout, Layout) and layout.bits == 4:
