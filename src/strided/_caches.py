@@ -105,7 +105,8 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     any size it lacks taken from :data:`FALLBACK`.
 
     - ``nt_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: a copy that writes more
-      than the cache holds streams (measured on the 32 MiB L3: streaming wins from 32 MiB).
+      than the cache holds streams (measured on the 32 MiB L3: streaming wins from 32 MiB;
+      glibc's memcpy streams from 3/4 of the same cache, an L3 per core complex on AMD Zen).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size), ``convert_tile_bytes`` and ``nibble_box_bytes`` = L2 / 4, 32-512 KiB
       (a conversion's tile and a 4-bit box, each beside the other operands in L2: measured on
