@@ -14,8 +14,8 @@ from libc.stdint cimport int64_t
 from libc.string cimport strchr, strcmp
 
 from strided._core cimport (
-    FLAG_PACKED, MAX_NDIM, byte_span_leaves_int64, c_element_strides, c_flags, c_overlaps,
-    c_packed_strides,
+    FLAG_PACKED, MAX_NDIM, STATUS_OK, byte_span_leaves_int64, c_element_strides, c_flags,
+    c_overlaps, c_packed_strides, c_span,
     default_max_work, normalized,
 )
 from strided._convert cimport Params, convert_elements, free_params, load_params
@@ -360,7 +360,7 @@ def view_array(base, layout):
     elements alias each other, as the checked path's is.
     """
     cdef int nd, lnd, i
-    cdef int64_t count, itemsize, lo = 0, hi = 0
+    cdef int64_t count, itemsize, lo, hi
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
     cdef npy_intp dims[MAX_NDIM]
@@ -373,12 +373,9 @@ def view_array(base, layout):
     itemsize = st_itemsize(base)
     if layout._bits != 8 * itemsize or layout._itemsize != itemsize or layout._size == 0:
         return None
-    for i in range(nd):         # base's span, from its first element: the memory a view may use
-        if strides[i] > 0:
-            hi += strides[i] * (sizes[i] - 1)
-        else:
-            lo += strides[i] * (sizes[i] - 1)
-    if layout._lo < lo or layout._hi > hi:
+    # base's span, from its first element: the memory a view may use
+    if (c_span(nd, sizes, strides, 0, &lo, &hi) != STATUS_OK or layout._lo < lo
+            or layout._hi > hi):
         return None
     lsizes, lstrides = layout._sizes, layout._strides
     lnd = len(lsizes)

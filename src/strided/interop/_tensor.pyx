@@ -21,7 +21,7 @@ from cpython.exc cimport PyErr_Clear
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int64_t
 
-from strided._core cimport MAX_NDIM, c_packed_strides, c_size, normalized
+from strided._core cimport STATUS_OK, MAX_NDIM, c_packed_strides, c_size, c_span, normalized
 from strided._copy cimport copy_elements
 from strided.interop._capsule cimport DLPackExchangeAPI, DLTensor
 
@@ -209,8 +209,7 @@ def view_tensor(base, layout):
     ``as_strided`` that makes the view, the checked path's own call.
     """
     cdef DLTensor d
-    cdef int i
-    cdef int64_t itemsize, lo = 0, hi = 0
+    cdef int64_t itemsize, lo, hi
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
     cdef const DLPackExchangeAPI* api
@@ -223,14 +222,9 @@ def view_tensor(base, layout):
     if (itemsize == 0 or layout._bits != 8 * itemsize or layout._itemsize != itemsize
             or layout._size == 0 or not _take_layout(&d, sizes, strides)):
         return None
-    for i in range(d.ndim):     # base's span, from its first element: the memory a view may use
-        if sizes[i] == 0:
-            return None
-        if strides[i] > 0:
-            hi += strides[i] * (sizes[i] - 1)
-        else:
-            lo += strides[i] * (sizes[i] - 1)
-    if layout._lo < lo or layout._hi > hi:
+    # base's span, from its first element (empty: hi < lo): the memory a view may use
+    if (c_span(d.ndim, sizes, strides, 0, &lo, &hi) != STATUS_OK or layout._lo < lo
+            or layout._hi > hi):
         return None
     for stride in layout._strides:
         if stride < 0:          # torch has none: the checked path flips (a copy) or refuses
