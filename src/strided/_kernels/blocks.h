@@ -160,10 +160,10 @@ static inline void st_fill(char *d, st_idx dp, const char *v, st_idx vp, st_idx 
 /* ---- runs of elements any distance apart ------------------------------------------------- */
 /* One run of C elements dq and sq apart (in elements), four a round, the four loads before
  * the four stores. Measured (AMD EPYC Zen 3, 1 thread, dst[0::2] <- src[1::2] of separate
- * arrays): through the engine, float32 / uint16 0.56-0.9x numpy with one element a round,
- * 0.95-1.07x with four; in C (4 MiB), 1-byte items 2.3 -> 1.45 ms, 2- and 4-byte ones level;
- * eight a round (numpy's loop) was no faster and 1.1-1.3x slower on 2-byte items. Inlined
- * with a constant dq (1: a gather), each caller gets its own loop. */
+ * arrays, 64 KiB - 64 MiB): through the engine, float32 / uint16 0.56-0.9x numpy with one
+ * element a round, 0.91-1.0x with four; in C (4 MiB), 1-byte items 2.3 -> 1.45 ms, 2- and
+ * 4-byte ones level; eight a round (numpy's loop) was no faster, and 1.1-1.2x slower on
+ * 2-byte items. Inlined with a constant dq (1: a gather), each caller gets its own loop. */
 #define ST_DEFINE_STRIDED_RUN(T, NAME)                                                         \
 ST_INLINE void NAME(T *o, st_idx dq, const T *i, st_idx sq, st_idx C)                          \
 {                                                                                             \

@@ -304,19 +304,21 @@ st_pixels_avx2(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
     }
     st_pixels_scalar(d, s, i, n, sp, a, c, pq, R, sign);
 }
-#define ST_DEF_PIXELS(NAME, R, SIGN)                                                           \
+
+/* An st_pixels_fn NAME whose body is CALL (the 3- and 4-channel kernels take no tile) */
+#define ST_DEF_PIXELS(NAME, CALL)                                                             \
     __attribute__((target("avx2"))) static void NAME(char *d, const char *s, st_idx n,        \
                                                      st_idx sp, const void *scale,           \
                                                      const void *shift, st_idx pq,           \
                                                      char *tile, st_idx tile_bytes)          \
     {                                                                                         \
         (void)tile; (void)tile_bytes;                                                         \
-        st_pixels_avx2(d, s, n, sp, scale, shift, pq, R, SIGN);                               \
+        CALL;                                                                                 \
     }
-ST_DEF_PIXELS(st_pixels3_u8_avx2, 3, 0)
-ST_DEF_PIXELS(st_pixels4_u8_avx2, 4, 0)
-ST_DEF_PIXELS(st_pixels3_i8_avx2, 3, 1)
-ST_DEF_PIXELS(st_pixels4_i8_avx2, 4, 1)
+ST_DEF_PIXELS(st_pixels3_u8_avx2, st_pixels_avx2(d, s, n, sp, scale, shift, pq, 3, 0))
+ST_DEF_PIXELS(st_pixels4_u8_avx2, st_pixels_avx2(d, s, n, sp, scale, shift, pq, 4, 0))
+ST_DEF_PIXELS(st_pixels3_i8_avx2, st_pixels_avx2(d, s, n, sp, scale, shift, pq, 3, 1))
+ST_DEF_PIXELS(st_pixels4_i8_avx2, st_pixels_avx2(d, s, n, sp, scale, shift, pq, 4, 1))
 
 /* ---- float32 planes -> 32-byte pixels: int8 NCHW32, int4 NCHW64 (quantization) --------------
  * The mirror of st_planes32_avx2, for 32 channels of 8 bits and for 64 channels of 4 bits
@@ -423,18 +425,13 @@ st_pixels32_avx2(char *d, const char *s, st_idx n, st_idx sp, const void *scale,
     }
 }
 
-#define ST_DEF_PIXELS32(NAME, SIGN, NIB)                                                       \
-    __attribute__((target("avx2"))) static void NAME(char *d, const char *s, st_idx n,        \
-                                                     st_idx sp, const void *scale,           \
-                                                     const void *shift, st_idx pq,           \
-                                                     char *tile, st_idx tile_bytes)          \
-    {                                                                                         \
-        st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, SIGN, NIB);         \
-    }
-ST_DEF_PIXELS32(st_pixels32_u8_avx2, 0, 0)
-ST_DEF_PIXELS32(st_pixels32_i8_avx2, 1, 0)
-ST_DEF_PIXELS32(st_pixels64_u4_avx2, 0, 1)
-ST_DEF_PIXELS32(st_pixels64_i4_avx2, 1, 1)
+#define ST_PIXELS32_CALL(SIGN, NIB)                                                           \
+    st_pixels32_avx2(d, s, n, sp, scale, shift, pq, tile, tile_bytes, SIGN, NIB)
+ST_DEF_PIXELS(st_pixels32_u8_avx2, ST_PIXELS32_CALL(0, 0))
+ST_DEF_PIXELS(st_pixels32_i8_avx2, ST_PIXELS32_CALL(1, 0))
+ST_DEF_PIXELS(st_pixels64_u4_avx2, ST_PIXELS32_CALL(0, 1))
+ST_DEF_PIXELS(st_pixels64_i4_avx2, ST_PIXELS32_CALL(1, 1))
+#undef ST_PIXELS32_CALL
 #endif
 
 #endif /* STRIDED_KERNELS_CVT_PLANES_H */
