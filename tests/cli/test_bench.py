@@ -11,10 +11,13 @@ repository's ``benchmarks/`` (not installed): ``conftest.py`` puts that folder o
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 import re
 import subprocess
 import sys
+import timeit
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,7 @@ from harness.bench_layout import (
 
 import strided
 from strided import Layout
+from strided._cli import _common
 
 
 def run_benchmark_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -510,6 +514,35 @@ def test_copy_benchmark_script_runs() -> None:
                                   "--dtypes", "float32", "--no-small", "--markdown")
     rows = [line for line in result.stdout.splitlines() if line.startswith("| NCHW->NCHW32 ")]
     assert len(rows) == 1, result.stdout
+
+
+@pytest.mark.parametrize("count", range(1, 9))
+def test_balanced_orders_put_every_contender_behind_every_other_equally(count: int) -> None:
+    orders = _common.balanced_orders(count)
+    assert len(orders) == (count if count % 2 == 0 else 2 * count)
+    assert all(sorted(order) == list(range(count)) for order in orders)
+    leads = Counter(order[0] for order in orders)
+    follows = Counter((a, b) for order in orders for a, b in itertools.pairwise(order))
+    assert set(leads.values()) == {len(orders) // count}
+    pairs = [(a, b) for a in range(count) for b in range(count) if a != b]
+    assert sorted(follows) == pairs
+    assert len(set(follows.values())) <= 1   # each ordered pair equally often
+
+
+def test_balanced_orders_refuse_no_contenders() -> None:
+    with pytest.raises(ValueError, match="count >= 1, got 0"):
+        _common.balanced_orders(0)
+
+
+def test_sampling_runs_the_contenders_in_the_balanced_orders(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_common, "calibrate", lambda timer, sample_s: 1)   # one call a sample
+    ran: list[str] = []
+    timers = {name: timeit.Timer(lambda name=name: ran.append(name)) for name in "abc"}
+    times = _common.sample_alternating(timers, repeat=8, sample_s=1.0)
+    orders = _common.balanced_orders(3)
+    assert ran == ["abc"[i] for k in range(8) for i in orders[k % len(orders)]]
+    assert {name: len(samples) for name, samples in times.items()} == dict.fromkeys("abc", 8)
 
 
 def test_copy_others_share_of_the_cpu() -> None:

@@ -4,9 +4,10 @@ method.
 The method is the same in the self-check (``python -m strided bench``) and in the benchmark
 harness of the repository (``benchmarks/``, not installed), which imports it from here: the
 contenders run side by side in one process, each sample is a ``timeit`` loop calibrated to a
-target duration, the contenders take turns in an order that rotates from one sample to the next
-(so slow phases of a shared, noisy machine hit every contender alike), and the reports give
-medians and medians of paired ratios.
+target duration, the contenders take turns in an order that changes from one sample to the next
+(so slow phases of a shared, noisy machine hit every contender alike, and every contender
+follows every other one equally often: what one leaves in the caches or on the cores is not
+always met by the same next one), and the reports give medians and medians of paired ratios.
 
 Examples
 --------
@@ -25,6 +26,7 @@ from typing import NoReturn
 
 __all__ = [
     "OneLineParser",
+    "balanced_orders",
     "calibrate",
     "check_sampling",
     "cpu_model",
@@ -78,12 +80,50 @@ def calibrate(timer: timeit.Timer, sample_s: float) -> int:
         number *= 10
 
 
+def balanced_orders(count: int) -> list[list[int]]:
+    """Orders of ``count`` contenders in which each one directly follows each other one equally
+    often (a Williams design: ``count`` orders when it is even, ``2 * count`` when odd).
+
+    A fixed cyclic order - rotating only its start - puts every contender behind the same
+    predecessor in every sample, so one that evicts the caches (a memcpy of a scratch buffer)
+    or leaves its threads spinning on the cores slows the same next contender each time.
+
+    Parameters
+    ----------
+    count : int
+        Number of contenders (>= 1).
+
+    Returns
+    -------
+    list of list of int
+        Permutations of ``range(count)``, first the identity-led one.
+
+    Examples
+    --------
+    >>> balanced_orders(4)
+    [[0, 1, 3, 2], [1, 2, 0, 3], [2, 3, 1, 0], [3, 0, 2, 1]]
+    >>> balanced_orders(3)
+    [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0], [0, 2, 1], [1, 0, 2]]
+    """
+    if count < 1:
+        raise ValueError(f"balanced_orders() needs count >= 1, got {count}")
+    # 0, 1, n-1, 2, n-2, ...: the differences of consecutive entries take every nonzero value
+    # mod n once, so shifting it by k = 0 .. n-1 makes every ordered pair adjacent once
+    lead = [0] + [(j + 1) // 2 if j % 2 else count - j // 2 for j in range(1, count)]
+    orders = [[(x + k) % count for x in lead] for k in range(count)]
+    if count % 2:   # odd: the differences repeat in pairs; the mirrored orders even them out
+        orders += [order[::-1] for order in orders]
+    return orders
+
+
 def sample_alternating(timers: Mapping[str, timeit.Timer], *, repeat: int,
                        sample_s: float) -> dict[str, list[float]]:
-    """Seconds per call of every timer: ``repeat`` samples each, in a rotating order.
+    """Seconds per call of every timer: ``repeat`` samples each, in changing orders.
 
-    Sample ``k`` runs the timers starting from the ``k % len(timers)``-th, so with two
-    contenders the first one leads on even samples and the second on odd ones.
+    Sample ``k`` runs the timers in the ``k``-th of :func:`balanced_orders` (cyclically): each
+    contender leads equally often and follows each other contender equally often, so what a
+    contender leaves behind (evicted caches, threads still spinning) is spread over the others
+    instead of always falling on the same one.
 
     Parameters
     ----------
@@ -101,10 +141,11 @@ def sample_alternating(timers: Mapping[str, timeit.Timer], *, repeat: int,
     """
     numbers = {name: calibrate(timer, sample_s) for name, timer in timers.items()}
     names = list(timers)
+    orders = balanced_orders(len(names))
     times: dict[str, list[float]] = {name: [] for name in names}
     for k in range(repeat):
-        shift = k % len(names)
-        for name in names[shift:] + names[:shift]:
+        for index in orders[k % len(orders)]:
+            name = names[index]
             times[name].append(timers[name].timeit(numbers[name]) / numbers[name])
     return times
 
