@@ -5,7 +5,7 @@ Usage::
     python benchmarks/bench_interop.py [--repeat N] [--sample-ms MS] [--markdown]
 
 Each row times one strided call and the closest call of the array's own library, paired and
-alternating in one process (the order rotates from sample to sample), and reports the medians
+alternating in one process (in balanced orders), and reports the medians
 in microseconds and the median of the paired ratios ``own / strided`` (above 1: strided is
 faster). Before timing, both calls of a row run once and their results are compared (the same
 elements, the same layout, the same bytes copied); a difference stops the benchmark.

@@ -31,7 +31,7 @@ contenders (:data:`COLUMNS`):
 Every contender's result is checked once per thread count, before it is timed, against a numpy
 float64 reference (within 1e-5); a peer that is not installed is skipped and the report says so,
 and without ``strided.stack`` the strided columns show ``-`` while the peers still run. The
-samples run every contender once, in an order rotating from sample to sample, at 1 and 2
+samples run every contender once, in balanced orders, at 1 and 2
 threads (``num_threads``, ``torch.set_num_threads`` and ``cv2.setNumThreads`` matched; numpy
 runs on one thread). The table gives the median ms per call and the medians of the paired
 ratios: strided against the best peer, the floor against strided (allocating and ``out=``),
@@ -611,8 +611,9 @@ def report(results: Sequence[Result], libs: Libraries, *, repeat: int, sample_ms
     facts += [f"{why}" for why in libs.skipped.values()]
     facts.append(
         f"{repeat} samples per contender; a sample runs every contender once (a loop of calls "
-        f"lasting ~{sample_ms:g} ms, or one call when a call is longer), in an order rotating "
-        f"from sample to sample; ms = median per call; st GB/s = bytes read + written (uint8 "
+        f"lasting ~{sample_ms:g} ms, or one call when a call is longer), in balanced orders "
+        f"(each follows each other equally often); ms = median per call;"
+        f" st GB/s = bytes read + written (uint8 "
         f"images, float32 batch) / strided's median; ratios = medians of the paired ratios: "
         f"st/peer = time(best peer) / time(strided), st/floor = time(cast st) / time(strided), "
         f"out=/floor = time(cast st) / time(st out=), st/memcpy = time(memcpy) / "

@@ -25,8 +25,8 @@ a numpy computation of the contract's arithmetic (``t = x.astype(CT) * scale + s
 roundings): strided and the contenders marked ``equal`` must match it bit for bit (an
 ``AssertionError`` otherwise, with a reproducer); the contenders that round differently (torch's
 ``div``/``sub`` chain, OpenCV) must stay within a stated tolerance and the report gives their
-largest difference. Then the samples run every contender once, in an order rotating from sample
-to sample (:func:`harness.report.sample_alternating`), at 1 and 2 threads
+largest difference. Then the samples run every contender once, in balanced orders
+(:func:`harness.report.sample_alternating`), at 1 and 2 threads
 (``num_threads``, ``torch.set_num_threads`` and ``cv2.setNumThreads`` matched; numpy runs on one
 thread). The tables give the median ms per call, strided's GB/s (bytes read + written), the
 medians of the paired ratios ``strided / best peer``, ``strided / floor`` (``/ memcpy``) and the
@@ -1134,8 +1134,9 @@ def report(results: Sequence[Result], libs: Libraries, *, repeat: int, sample_ms
                      "missing): the strided columns show -")
     facts.append(
         f"{repeat} samples per contender; a sample runs every contender once (a loop of calls "
-        f"lasting ~{sample_ms:g} ms, or one call when a call is longer), in an order rotating "
-        f"from sample to sample; ms = median per call; st GB/s = bytes read + written / "
+        f"lasting ~{sample_ms:g} ms, or one call when a call is longer), in balanced orders "
+        f"(each follows each other equally often); ms = median per call;"
+        f" st GB/s = bytes read + written / "
         f"strided's median; st/X = median of the paired ratios time(best X) / time(strided), "
         f"above 1 strided is faster; thr = strided's num_threads = torch.set_num_threads = "
         f"cv2.setNumThreads (numpy: 1 thread); peers write into preallocated outputs where "

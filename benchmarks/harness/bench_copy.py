@@ -25,8 +25,9 @@ same source view into the same destination view:
 
 Before anything is timed, every contender runs once on the case (the warm-up) and strided's
 and torch's destination bytes are compared with numpy's: a difference is an ``AssertionError``.
-Then each **sample** runs every contender once, in an order that rotates from sample to sample
-(a contender's sample is a loop of calls lasting about ``sample_ms``, or a single call when one
+Then each **sample** runs every contender once, in orders that change from sample to sample, each
+contender following each other one equally often (a contender's sample is a loop of calls
+lasting about ``sample_ms``, or a single call when one
 call is longer), so that slow phases of a shared, noisy machine hit every contender alike. The
 table reports, per case, the GB/s of the median time per call, counting the bytes read and the
 bytes written (``2 x`` the logical tensor's bytes, whatever the source's own footprint), and
@@ -770,7 +771,7 @@ def small_copy(*, repeat: int = 15, sample_ms: float = 20.0, with_torch: bool = 
     """Time ``copyto(dst, src)`` (default threads) on 16 float32 against ``np.copyto``.
 
     timeit loops calibrated to ``sample_ms``, the callable and its arguments bound to locals;
-    the contenders alternate (rotating order), as in :func:`run`. torch's ``copy_`` is timed
+    the contenders alternate (balanced orders), as in :func:`run`. torch's ``copy_`` is timed
     too when installed (for information).
     """
     import strided
@@ -947,9 +948,10 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
     torch_fact = (f"torch {torch_version}, torch.set_num_threads({threads})"
                   if torch_version else "torch: not installed (its column shows -)")
     method = (f"{repeat} samples per contender; a sample runs every contender once (a loop of "
-              f"calls lasting ~{sample_ms:g} ms, or one call when a call is longer), in an order "
-              f"rotating from sample to sample; GB/s = 2 x the logical tensor's bytes (read + "
-              f"written) / median time per call; st/peer and st/memcpy = medians of the paired "
+              f"calls lasting ~{sample_ms:g} ms, or one call when a call is longer), in balanced "
+              f"orders (each follows each other equally often); GB/s = 2 x the logical "
+              f"tensor's bytes (read + written) / median time per call; st/peer and st/memcpy = "
+              f"medians of the paired "
               f"ratios time(other) / time(strided), above 1 strided is faster; best peer = the "
               f"fastest of numpy, torch, cv2 and hptt (cv2.split / cv2.merge, image cases, "
               f"cv2.setNumThreads({threads})); strided num_threads={threads}; numpy copies on one "

@@ -3,8 +3,9 @@
 ``python benchmarks/bench_layout.py`` calls :func:`main`.
 For each case (a layout of rank 1 to 8, itemsize 4) and each operation, it times the strided
 call and the numpy and torch calls that answer the same question, side by side in one process:
-every sample runs a ``timeit`` loop of about 20 ms, the contenders take turns in an order that
-rotates from sample to sample, and the table reports the median ns per call of each and the
+every sample runs a ``timeit`` loop of about 20 ms, the contenders take turns in orders that
+change from sample to sample (each follows each other equally often), and the table reports
+the median ns per call of each and the
 medians of the paired ratios ``numpy / strided`` and ``torch / strided`` (above 1: strided is
 faster). The machine may be shared and noisy: medians of paired, alternating samples are what
 survive that; single figures do not.
@@ -375,7 +376,7 @@ def run(
     with_torch: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> list[Result]:
-    """Time every operation on every case: strided, numpy and torch in a rotating order.
+    """Time every operation on every case: strided, numpy and torch in balanced orders.
 
     Parameters
     ----------
@@ -464,8 +465,9 @@ def _versions(torch_version: str | None) -> str:
 def report(results: Sequence[Result], *, repeat: int, sample_ms: float, overhead_ns: float,
            torch_version: str | None = None, markdown: bool = False) -> str:
     """The full report: machine facts, method, table and the aim line."""
-    method = (f"{repeat} samples per contender of ~{sample_ms:g} ms each, in an order rotating "
-              f"from sample to sample; medians in ns per call (timeit loop overhead "
+    method = (f"{repeat} samples per contender of ~{sample_ms:g} ms each, in balanced orders "
+              f"(each follows each other equally often); medians in ns per call (timeit loop "
+              f"overhead "
               f"{overhead_ns:.0f} ns per call, not subtracted); np/strided and torch/strided = "
               f"medians of the paired ratios (above 1: strided is faster); strided min = "
               f"fastest strided sample; itemsize 4")

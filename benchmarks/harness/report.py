@@ -2,7 +2,7 @@
 sampling, machine facts, tables and the records that ``--json FILE`` writes.
 
 The parser and the timing method (calibrated ``timeit`` samples, contenders alternating in a
-rotating order, medians of paired ratios) come from :mod:`strided._cli._common`, and are
+balanced orders, medians of paired ratios) come from :mod:`strided._cli._common`, and are
 re-exported here. A **record**
 (:func:`new_record`, :func:`write_record`, :func:`read_record`) keeps a run's figures as JSON
 text: the rows (:func:`record_row`: medians in ms and GB/s by contender, the ratios), the

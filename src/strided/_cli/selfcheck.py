@@ -4,7 +4,7 @@ A handful of copies (a contiguous one, a 2-D transpose, NCHW to NHWC and a 16-el
 made three ways on the same arrays: :func:`strided.copyto`, ``np.copyto`` and a memcpy of the
 same number of bytes between two contiguous buffers (``ctypes.memmove``, the bandwidth a copy
 that needs no relayout gets). strided's bytes are checked against numpy's first; then the three
-take turns, in a rotating order, and the report gives the median time per call of each and the
+take turns, in balanced orders, and the report gives the median time per call of each and the
 medians of the paired ratios (the method of :mod:`strided._cli._common`).
 
 It tells whether this build and this machine behave as expected (OpenMP on, the relayouts well
@@ -162,7 +162,7 @@ def _facts(repeat: int, sample_ms: float, threads: int | None) -> list[str]:
         f"caches: {_copy.CACHES.describe()}",
         f"python {platform.python_version()}, numpy {np.__version__}, strided "
         f"{strided.__version__}, strided.openmp_enabled() = {strided.openmp_enabled()}",
-        f"{repeat} samples per contender of ~{sample_ms:g} ms, taking turns in a rotating order; "
+        f"{repeat} samples per contender of ~{sample_ms:g} ms, taking turns in balanced orders; "
         f"strided num_threads={'default' if threads is None else threads}, np.copyto and "
         f"memcpy (ctypes.memmove of the same bytes, contiguous) on one thread",
         "ratios: medians of the paired time(other) / time(strided), above 1 strided is faster",
