@@ -246,8 +246,9 @@ def test_rows_of_a_few_kib_stay_inside():
 
 
 def test_rgb_pixels_of_every_length_stay_inside():
-    """Three or four byte planes into dense pixels (interleave.h: st_rgb_avx2, 32 RGB pixels a
-    step in three 32-byte stores; st_rgb_ssse3, 16 a step; 4-byte pixels 16 a step; bytes
+    """Two, three or four planes of 1- or 2-byte items into dense pixels (interleave.h:
+    st_rgb_avx2, 32 bytes of each plane a step in three 32-byte stores; st_rgb_ssse3, 16 bytes
+    a step; 2- and 4-item pixels 16 bytes of each plane a step, and 2 float32 planes; items
     after that), with ordinary stores and with streaming stores forced on (whole output lines
     streamed between an ordinary head and tail), three planes of float32 (st_rgb_4_avx2,
     8 pixels a step), and 32 byte planes into 32-byte pixels (st_pixels32_bytes_avx2, groups
@@ -267,7 +268,10 @@ def test_rgb_pixels_of_every_length_stay_inside():
         problems = 0
         for level, (C, dtype), nt in ((level, kind, nt) for level in range(_copy._simd() + 1)
                                       for kind in ((3, np.uint8), (4, np.uint8),
-                                                   (3, np.float32), (32, np.uint8))
+                                                   (2, np.uint8), (2, np.uint16),
+                                                   (3, np.uint16), (4, np.uint16),
+                                                   (2, np.float32), (3, np.float32),
+                                                   (32, np.uint8))
                                       for nt in (-1, 0)):
             _copy._simd(level)
             _copy._tune(nt_bytes=nt)

@@ -94,10 +94,11 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
             if (st_deinterleave(itemsize, dst, dp, src, sq, R, C, nt))
                 return;
         }
-        if (itemsize == 1 && dp == C && C >= 2 && C <= 4) {
-            st_idx done = st_interleave_bytes(dst, src, sq, R, C, nt);
-            dst += done * C;
-            src += done;
+        if ((itemsize <= 2 || (itemsize == 4 && C == 2)) && dp == C && C >= 2 && C <= 4) {
+            /* a few planes into dense pixels (CHW -> HWC) */
+            st_idx done = st_interleave(dst, src, sq, R, C, itemsize, nt);
+            dst += done * C * itemsize;
+            src += done * itemsize;
             R -= done;
         }
 #if ST_HAVE_AVX2_DISPATCH

@@ -9,10 +9,11 @@
 #include "common.h"
 #include "transpose.h"
 
-/* ---- byte planes into dense pixels: C = 2, 3, 4 (RGB, RGBA, NCHW4 lanes) ------------------ */
-/* dst[r * C + c] = src[r + c * sq]. 16 pixels per step: C = 2 and 4 interleave with SSE2
- * unpacks; C = 3 needs byte shuffles (SSSE3), chosen at run time, so the wheel still runs on
- * any x86-64. Returns the number of pixels done; the caller finishes the tail. */
+/* ---- planes into dense pixels: C = 2, 3, 4 (RGB, RGBA, NCHW4 lanes) ---------------------- */
+/* dst[r * C + c] = src[r + c * sq], items of 1 or 2 bytes (and 4 for C = 2). 16 bytes of each
+ * plane per step: C = 2 and 4 interleave with SSE2 unpacks; C = 3 needs byte shuffles (SSSE3),
+ * chosen at run time, so the wheel still runs on any x86-64. Returns the number of pixels
+ * done; the caller finishes the tail. */
 #if ST_HAVE_SSE2 && ST_X86_GNU
 #include <tmmintrin.h>
 #define ST_HAVE_SSSE3_DISPATCH 1
@@ -30,21 +31,37 @@ static const int8_t st_rgb_mask[9][16] = {
     {-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1},
     {10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15},
 };
+/* The same for items of 2 bytes (16-bit images): output byte 16v + k is byte (16v + k) % 2 of
+ * item e = (16v + k) / 2, pixel e / 3's channel e % 3, from bytes 2 (e / 3) .. of its plane */
+static const int8_t st_rgb_mask_2[9][16] = {
+    {0, 1, -1, -1, -1, -1, 2, 3, -1, -1, -1, -1, 4, 5, -1, -1},
+    {-1, -1, 0, 1, -1, -1, -1, -1, 2, 3, -1, -1, -1, -1, 4, 5},
+    {-1, -1, -1, -1, 0, 1, -1, -1, -1, -1, 2, 3, -1, -1, -1, -1},
+    {-1, -1, 6, 7, -1, -1, -1, -1, 8, 9, -1, -1, -1, -1, 10, 11},
+    {-1, -1, -1, -1, 6, 7, -1, -1, -1, -1, 8, 9, -1, -1, -1, -1},
+    {4, 5, -1, -1, -1, -1, 6, 7, -1, -1, -1, -1, 8, 9, -1, -1},
+    {-1, -1, -1, -1, 12, 13, -1, -1, -1, -1, 14, 15, -1, -1, -1, -1},
+    {10, 11, -1, -1, -1, -1, 12, 13, -1, -1, -1, -1, 14, 15, -1, -1},
+    {-1, -1, 10, 11, -1, -1, -1, -1, 12, 13, -1, -1, -1, -1, 14, 15},
+};
+#define ST_RGB_MASKS(w) ((w) == 1 ? st_rgb_mask : st_rgb_mask_2)
 
-/* Pixels r0.. of three planes, 16 at a time: three shuffles and two ORs per 16 output bytes.
- * Returns the pixels done. */
+/* Pixels r0.. of three planes of items of w = 1 or 2 bytes, 16 bytes of each plane a step:
+ * three shuffles and two ORs per 16 output bytes. Returns the pixels done. */
 __attribute__((target("ssse3")))
-static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx r0, st_idx R)
+static st_idx st_rgb_ssse3(char *d, const char *s, st_idx sq, st_idx r0, st_idx R, int w)
 {
+    const int8_t (*masks)[16] = ST_RGB_MASKS(w);
+    const st_idx step = 16 / w;
     __m128i mask[9];
     st_idx r;
     int v;
-    for (v = 0; v < 9; v++) mask[v] = ST_LOADU(st_rgb_mask[v]);
-    for (r = r0; r + 16 <= R; r += 16) {
-
-        __m128i p0 = ST_LOADU(s + r), p1 = ST_LOADU(s + sq + r), p2 = ST_LOADU(s + 2 * sq + r);
+    for (v = 0; v < 9; v++) mask[v] = ST_LOADU(masks[v]);
+    for (r = r0; r + step <= R; r += step) {
+        const char *p = s + w * r;
+        __m128i p0 = ST_LOADU(p), p1 = ST_LOADU(p + w * sq), p2 = ST_LOADU(p + 2 * w * sq);
         for (v = 0; v < 3; v++)
-            ST_STOREU(d + 3 * r + 16 * v,
+            ST_STOREU(d + 3 * w * r + 16 * v,
                       _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(p0, mask[3 * v]),
                                                 _mm_shuffle_epi8(p1, mask[3 * v + 1])),
                                    _mm_shuffle_epi8(p2, mask[3 * v + 2])));
@@ -88,11 +105,12 @@ static int st_has_ssse3(void) { return st_simd >= 1; }
  * per byte of the SSSE3 loop. */
 #define ST_RGB_AVX2_STEP(r, STORE)                                                            \
     do {                                                                                      \
-        const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + (r)));      \
-        const __m256i p1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + sq + (r))); \
+        const char *p_ = s + w * (r);                                                         \
+        const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)p_);             \
+        const __m256i p1 = _mm256_loadu_si256((const __m256i *)(const void *)(p_ + w * sq));  \
         const __m256i p2 =                                                                    \
-            _mm256_loadu_si256((const __m256i *)(const void *)(s + 2 * sq + (r)));            \
-        __m256i *o_ = (__m256i *)(void *)(d + 3 * (r));                                       \
+            _mm256_loadu_si256((const __m256i *)(const void *)(p_ + 2 * w * sq));             \
+        __m256i *o_ = (__m256i *)(void *)(d + 3 * w * (r));                                   \
         for (v = 0; v < 3; v++)                                                               \
             x[v] = _mm256_or_si256(                                                           \
                 _mm256_or_si256(_mm256_shuffle_epi8(p0, mask[3 * v]),                         \
@@ -104,22 +122,31 @@ static int st_has_ssse3(void) { return st_simd >= 1; }
         STORE(o_ + 2, _mm256_permute2x128_si256(x[1], x[2], 0x31));                           \
     } while (0)
 
-/* Pixels from 0 in steps of 32; returns the pixels done. `stream`: the output's whole lines
- * from its first line boundary on are written with streaming stores, two steps (three lines)
- * at a time, the pixels before them by an ordinary step or two (which may overlap them: the
- * same values), those after by ordinary steps; the caller fences. */
-ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream)
+/* Pixels from 0 in steps of 32 / w (items of w = 1 or 2 bytes); returns the pixels done.
+ * `stream`: the output's whole lines from its first line boundary on are written with
+ * streaming stores, two steps (three lines) at a time, the pixels before them by an ordinary
+ * step or two (which may overlap them: the same values), those after by ordinary steps; the
+ * caller fences. (2-byte items stream only from an even address: their pixels then start
+ * lines.) */
+ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream,
+                                  int w)
 {
+    const int8_t (*masks)[16] = ST_RGB_MASKS(w);
+    const st_idx step = 32 / w;
     __m256i mask[9], x[3];
     st_idx r = 0;
     int v;
-    for (v = 0; v < 9; v++) mask[v] = ST_BCAST128(st_rgb_mask[v]);
-    if (stream) {
+    for (v = 0; v < 9; v++) mask[v] = ST_BCAST128(masks[v]);
+    if (stream && w == 1) {
         /* the pixel whose output starts a line: 3 lo = -d (mod 64), and 1/3 = 43 (mod 64) */
         const st_idx lo = (st_idx)((((0 - (uintptr_t)d) & 63) * 43) & 63);
         ST_STREAMED_STEPS(ST_RGB_AVX2_STEP, lo, 32, 2, _mm256_storeu_si256, _mm256_stream_si256);
+    } else if (stream && ((uintptr_t)d & 1) == 0) {
+        /* 6 lo = -d (mod 64): 3 lo = -d / 2 (mod 32), and 1/3 = 11 (mod 32) */
+        const st_idx lo = (st_idx)(((((0 - (uintptr_t)d) & 63) >> 1) * 11) & 31);
+        ST_STREAMED_STEPS(ST_RGB_AVX2_STEP, lo, 16, 2, _mm256_storeu_si256, _mm256_stream_si256);
     }
-    for (; r + 32 <= R; r += 32)
+    for (; r + step <= R; r += step)
         ST_RGB_AVX2_STEP(r, _mm256_storeu_si256);
     return r;
 }
@@ -164,48 +191,63 @@ ST_AVX2 static st_idx st_rgb_4_avx2(char *d, const char *s, st_idx sq, st_idx R,
 }
 #endif
 
-/* dst[r * C + c] = src[r + c * sq] for C = 2, 3, 4 and as many pixels r as the vectors
- * take; returns those. With ST_NT in `nt`, RGB (AVX2) and 4-item pixels stream their output's
- * whole lines (the caller fences). */
-static st_idx st_interleave_bytes(char *d, const char *s, st_idx sq, st_idx R, st_idx C, int nt)
+/* dst[r * C + c] = src[r + c * sq] for C = 2, 3, 4, items of w = 1 or 2 bytes (or 4, C = 2),
+ * and as many pixels r as the vectors take; returns those. With ST_NT in `nt`, RGB (AVX2) and
+ * 4-item pixels stream their output's whole lines (the caller fences). */
+static st_idx st_interleave(char *d, const char *s, st_idx sq, st_idx R, st_idx C, int w, int nt)
 {
     st_idx r = 0;
 #if ST_HAVE_SSE2
     if (C == 2) {
-        for (; r + 16 <= R; r += 16) {
-            __m128i a = ST_LOADU(s + r), b = ST_LOADU(s + sq + r);
-            ST_STOREU(d + 2 * r, _mm_unpacklo_epi8(a, b));
-            ST_STOREU(d + 2 * r + 16, _mm_unpackhi_epi8(a, b));
+        /* 16 bytes of each plane: two output vectors */
+        const st_idx step = 16 / w;
+        for (; r + step <= R; r += step) {
+            __m128i a = ST_LOADU(s + w * r), b = ST_LOADU(s + w * (sq + r));
+            __m128i lo = w == 1 ? _mm_unpacklo_epi8(a, b)
+                         : w == 2 ? _mm_unpacklo_epi16(a, b) : _mm_unpacklo_epi32(a, b);
+            __m128i hi = w == 1 ? _mm_unpackhi_epi8(a, b)
+                         : w == 2 ? _mm_unpackhi_epi16(a, b) : _mm_unpackhi_epi32(a, b);
+            ST_STOREU(d + 2 * w * r, lo);
+            ST_STOREU(d + 2 * w * r + 16, hi);
         }
-    } else if (C == 4) {
-        /* 16 pixels, one output line when d + 4 r is on a line: streamed from pixel lo on */
-        const st_idx lo = (st_idx)(((0 - (uintptr_t)d) & 63) >> 2);
+    } else if (C == 4 && w <= 2) {
+        /* 16 bytes of each plane, 64 output bytes: one output line when d + 4 w r is on a
+         * line, streamed from pixel lo on (pixels then start lines: d a multiple of 4 w) */
+        const st_idx step = 16 / w;
+        const st_idx lo = (st_idx)(((0 - (uintptr_t)d) & 63) / (4 * w));
 #define ST_RGBA_STEP(r, STORE)                                                                \
         do {                                                                                  \
-            __m128i a = ST_LOADU(s + (r)), b = ST_LOADU(s + sq + (r));                        \
-            __m128i c = ST_LOADU(s + 2 * sq + (r)), e = ST_LOADU(s + 3 * sq + (r));           \
-            __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);             \
-            __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);             \
-            __m128i *o_ = (__m128i *)(void *)(d + 4 * (r));                                   \
-            STORE(o_, _mm_unpacklo_epi16(ab0, ce0));                                          \
-            STORE(o_ + 1, _mm_unpackhi_epi16(ab0, ce0));                                      \
-            STORE(o_ + 2, _mm_unpacklo_epi16(ab1, ce1));                                      \
-            STORE(o_ + 3, _mm_unpackhi_epi16(ab1, ce1));                                      \
+            const char *p_ = s + w * (r);                                                     \
+            __m128i a = ST_LOADU(p_), b = ST_LOADU(p_ + w * sq);                              \
+            __m128i c = ST_LOADU(p_ + 2 * w * sq), e = ST_LOADU(p_ + 3 * w * sq);             \
+            __m128i ab0 = w == 1 ? _mm_unpacklo_epi8(a, b) : _mm_unpacklo_epi16(a, b);        \
+            __m128i ab1 = w == 1 ? _mm_unpackhi_epi8(a, b) : _mm_unpackhi_epi16(a, b);        \
+            __m128i ce0 = w == 1 ? _mm_unpacklo_epi8(c, e) : _mm_unpacklo_epi16(c, e);        \
+            __m128i ce1 = w == 1 ? _mm_unpackhi_epi8(c, e) : _mm_unpackhi_epi16(c, e);        \
+            __m128i *o_ = (__m128i *)(void *)(d + 4 * w * (r));                               \
+            STORE(o_, w == 1 ? _mm_unpacklo_epi16(ab0, ce0) : _mm_unpacklo_epi32(ab0, ce0));  \
+            STORE(o_ + 1, w == 1 ? _mm_unpackhi_epi16(ab0, ce0)                               \
+                                 : _mm_unpackhi_epi32(ab0, ce0));                             \
+            STORE(o_ + 2, w == 1 ? _mm_unpacklo_epi16(ab1, ce1)                               \
+                                 : _mm_unpacklo_epi32(ab1, ce1));                             \
+            STORE(o_ + 3, w == 1 ? _mm_unpackhi_epi16(ab1, ce1)                               \
+                                 : _mm_unpackhi_epi32(ab1, ce1));                             \
         } while (0)
-        if ((nt & ST_NT) && ((uintptr_t)d & 3) == 0)
-            ST_STREAMED_STEPS(ST_RGBA_STEP, lo, 16, 1, _mm_storeu_si128, _mm_stream_si128);
-        for (; r + 16 <= R; r += 16)
+        if ((nt & ST_NT) && ((uintptr_t)d & (uintptr_t)(4 * w - 1)) == 0)
+            ST_STREAMED_STEPS(ST_RGBA_STEP, lo, step, 1, _mm_storeu_si128, _mm_stream_si128);
+        for (; r + step <= R; r += step)
             ST_RGBA_STEP(r, _mm_storeu_si128);
 #undef ST_RGBA_STEP
     }
 #endif
 #if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
-    if (C == 3 && st_simd >= 2) r = st_rgb_avx2(d, s, sq, R, nt & ST_NT);
+    if (C == 3 && w <= 2 && st_simd >= 2) r = st_rgb_avx2(d, s, sq, R, nt & ST_NT, w);
 #endif
 #if ST_HAVE_SSSE3_DISPATCH
-    if (C == 3 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, r, R);
+    if (C == 3 && w <= 2 && st_has_ssse3()) r = st_rgb_ssse3(d, s, sq, r, R, w);
 #endif
     (void)nt;
+    (void)w;
     return r;
 }
 
