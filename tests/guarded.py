@@ -442,7 +442,8 @@ def _copy_random(rng, count, cap=4096):
 
 def _transposes(rng, stride_pads=(0, 1, 3)):
     """2-D transposes dst[r, c] = src[r, c], dst row-major and src column-major, of every
-    itemsize, extents around the micro-tiles (16 / itemsize, 8 for AVX2), padded rows."""
+    itemsize, extents around the micro-tiles (16 / itemsize; AVX2: 8 for 4-byte items, 16 for
+    2-byte ones), padded rows."""
     out = []
     ext = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65)
     for k in (1, 2, 4, 8, 16, 3, 12):

@@ -475,12 +475,14 @@ def test_transposes_at_every_simd_level(level, k, tuning):
 def test_staged_transposes_of_aliasing_source_strides(level, k):
     """Source rows 2 or 4 KiB apart (or 6 KiB: k = 12) go through the one-line-per-row buffer
     of the staging kernel: whole lines, a ragged last line (R not a multiple of a line) and a
-    ragged last micro-tile, staged and streamed."""
+    ragged last micro-tile, staged and streamed; 64 and 96 columns reach the AVX2 tiles of
+    every item size (16 x 16 of 2-byte items)."""
     with simd(level):
         for tuning in ({"staged": 1}, {"nt_bytes": 0}):
             with tuned(**tuning):
                 for pitch_bytes, rows, cols in ((4096, None, 40), (2048, -5, 24),
-                                                (2048, -70, 9)):
+                                                (2048, -70, 9), (4096, -3, 64),
+                                                (2048, -40, 96)):
                     pitch = pitch_bytes // min(k, 8) if k != 12 else 512
                     n_rows = pitch if rows is None else pitch + rows
                     sizes = (n_rows, cols)

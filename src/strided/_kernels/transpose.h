@@ -209,12 +209,42 @@ void st_micro_8_avx2(const char *s, st_idx ss, char *d, st_idx ds)
     _mm256_storeu_pd(o + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
 }
 
+/* 16 x 16 tiles of 2-byte items, one 32-byte row each: the SSE2 kernel's three unpack rounds
+ * run in both lanes at once, transposing the four 8 x 8 quarters in place (rows 0-7, then rows
+ * 8-15), and one lane permute a destination row puts the quarters where they belong. 64
+ * shuffles and 32 loads and stores of 32 bytes for 512 bytes, against 96 shuffles and 64
+ * moves of 16 bytes for four SSE2 tiles. */
+#define ST_LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define ST_STORE256(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+ST_AVX2 static inline __attribute__((always_inline))
+void st_micro_2_avx2(const char *s, st_idx ss, char *d, st_idx ds)
+{
+    __m256i a[8], b[8], top[8];
+    int i;
+    for (i = 0; i < 8; i++) a[i] = ST_LOAD256(s + i * ss * 2);
+    ST_ROUND(8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+    ST_ROUND(8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+    ST_ROUND(8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+    /* top[j]: destination row j's items 0-7 (lane 0) and row 8 + j's items 0-7 (lane 1) */
+    for (i = 0; i < 8; i++) top[i] = a[i];
+    for (i = 0; i < 8; i++) a[i] = ST_LOAD256(s + (8 + i) * ss * 2);
+    ST_ROUND(8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+    ST_ROUND(8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+    ST_ROUND(8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+    for (i = 0; i < 8; i++) {
+        ST_STORE256(d + i * ds * 2, _mm256_permute2x128_si256(top[i], a[i], 0x20));
+        ST_STORE256(d + (8 + i) * ds * 2, _mm256_permute2x128_si256(top[i], a[i], 0x31));
+    }
+}
+
 /* The AVX2 kernels leave ragged edges (below their M x M tiles) to scalar loops, where the
  * SSE2 ones have half-size tiles: AVX2 only when the edges are a small part of the block. */
 #define ST_AVX2_FITS(R, C, M) ((R) >= (M) && (C) >= (M) && ((C) % (M) == 0 || (C) >= 4 * (M)))
 
+ST_DEFINE_TRANSPOSE(st_t2, 16, st_micro_2_avx2, st_transpose_2_avx2, ST_AVX2)
 ST_DEFINE_TRANSPOSE(st_t4, 8, st_micro_4_avx2, st_transpose_4_avx2, ST_AVX2)
 ST_DEFINE_TRANSPOSE(st_t8, 4, st_micro_8_avx2, st_transpose_8_avx2, ST_AVX2)
+ST_DEFINE_BUFFERED(st_t2, 16, st_micro_2_avx2, st_tbuf_2_avx2, ST_AVX2)
 ST_DEFINE_BUFFERED(st_t4, 8, st_micro_4_avx2, st_tbuf_4_avx2, ST_AVX2)
 ST_DEFINE_BUFFERED(st_t8, 4, st_micro_8_avx2, st_tbuf_8_avx2, ST_AVX2)
 #else
