@@ -501,11 +501,12 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.BR = min(P.R, room // P.BC)
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C < micro:
         # interleaving a few source planes into short destination rows; dense pixels of 3 or
-        # 4 bytes and of 3 4-byte items stream their whole lines (the vector kernels)
+        # 4 items of 1 or 2 bytes and of 3 4-byte items stream their whole lines (the vector
+        # kernels)
         P.BC = P.C
         P.BR = min(P.R, max(<int64_t>1, per // P.C))
         P.nt = ST_NT if stream and P.dp == P.C and (
-            P.unit == 1 and 3 <= P.C <= 4 or P.unit == 4 and P.C == 3) else 0
+            P.unit <= 2 and 3 <= P.C <= 4 or P.unit == 4 and P.C == 3) else 0
     elif P.kind == ST_BLOCK_TRANSPOSE and P.R < micro:
         # a few destination planes out of dense source pixels (HWC -> CHW): every plane in each
         # block (the deinterleave kernels gather all planes of a pixel group at once), and
