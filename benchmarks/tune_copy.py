@@ -3,7 +3,9 @@
 A working tool for whoever tunes the copy kernel, not a benchmark of record: it calls the
 private ``strided._copy._tune`` hook, runs only strided and a single-call memcpy, alternating
 (nothing else runs between the two), and prints ``memcpy time / strided time`` for every case
-and configuration. Configurations are ``_tune`` keyword sets, given as a JSON list::
+and configuration; the configurations take turns within each sample, in balanced orders (run
+one after another, the first of them ran up to 1.2x faster than an identical second, on the
+same code). Configurations are ``_tune`` keyword sets, given as a JSON list::
 
     python benchmarks/tune_copy.py
     python benchmarks/tune_copy.py --configs '[{"staged": 0}, {"staged": 1, "stage_bytes": 16384}]'
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from strided import _copy
+from strided._cli._common import balanced_orders
 from strided.interop import _ndarray
 
 Case = tuple[str, Callable[[], tuple[np.ndarray, np.ndarray]]]
@@ -53,39 +56,45 @@ def cases(dtype: type, nbytes: int) -> Iterator[Case]:
         np.ones((8, 128, hw, hw), dtype).reshape(8, 4, 32, hw, hw))
 
 
-def paired_ratio(copy: Callable[[], object], nbytes: int, scratch: np.ndarray,
-                 repeat: int) -> float:
-    """Median memcpy time over median strided time, the two alternating."""
-    src, dst = scratch[:nbytes], scratch[nbytes:2 * nbytes]
-
-    def memcpy() -> None:
-        ctypes.memmove(dst.ctypes.data, src.ctypes.data, nbytes)
-
-    copy()
-    memcpy()
-    ours, theirs = [], []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        copy()
-        ours.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        memcpy()
-        theirs.append(time.perf_counter() - start)
-    return float(np.median(theirs) / np.median(ours))
+def _apply(config: dict) -> None:
+    config = dict(config)
+    _copy._simd(config.pop("simd", -1))
+    _copy._tune(**config)
 
 
 def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[dict],
               scratch: np.ndarray, threads: int, repeat: int) -> list[float]:
-    """The paired ratio of one case under every configuration."""
+    """The paired ratio of one case under every configuration: each sample runs every
+    configuration once, in balanced orders (a configuration leads and follows each other one
+    equally often), each call followed by a memcpy of the same bytes; per configuration, the
+    median memcpy time over the median strided time."""
     dst, src = make()
-    row = []
-    for config in configs:
-        config = dict(config)
-        _copy._simd(config.pop("simd", -1))
-        _copy._tune(**config)
-        row.append(paired_ratio(lambda: _ndarray.copyto_buffers(dst, src, threads), dst.nbytes,
-                                scratch, repeat))
-    return row
+    nbytes = dst.nbytes
+    a, b = scratch[:nbytes], scratch[nbytes:2 * nbytes]
+
+    def memcpy() -> None:
+        ctypes.memmove(b.ctypes.data, a.ctypes.data, nbytes)
+
+    def copy() -> None:
+        _ndarray.copyto_buffers(dst, src, threads)
+
+    ours: list[list[float]] = [[] for _ in configs]
+    theirs: list[list[float]] = [[] for _ in configs]
+    for config in configs:   # warm every plan and page once
+        _apply(config)
+        copy()
+    memcpy()
+    orders = balanced_orders(len(configs))
+    for k in range(repeat * len(orders)):
+        for i in orders[k % len(orders)]:
+            _apply(configs[i])
+            start = time.perf_counter()
+            copy()
+            ours[i].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            memcpy()
+            theirs[i].append(time.perf_counter() - start)
+    return [float(np.median(t) / np.median(o)) for o, t in zip(ours, theirs)]
 
 
 def main() -> None:
@@ -93,7 +102,9 @@ def main() -> None:
     parser.add_argument("--configs", default='[{"staged": -1}, {"staged": 0}, {"staged": 1}]')
     parser.add_argument("--mib", type=float, default=64)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="rounds of the balanced orders (samples per configuration: "
+                             "this times the orders)")
     parser.add_argument("--dtypes", default="float32,uint8",
                         help="comma-separated numpy dtype names (default: float32,uint8)")
     args = parser.parse_args()
