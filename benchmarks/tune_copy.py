@@ -13,13 +13,14 @@ same code). Configurations are ``_tune`` keyword sets, given as a JSON list::
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
 ``tile_row_bytes`` the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1:
-never); ``nt_run_bytes`` a streamed transpose's destination run per tile row (doubled for
-1-byte items) and ``nt_stitch_bytes`` the same for rows that do not share a line alignment
-(halved for bytes); ``chunks_per_thread`` the chunks a team's blocks are claimed in, per thread
-(0: one fixed share each); ``fetch_next`` (0 or 1) whether a streamed transpose's block
-fetches the next block's source while it writes its own out. Any other knob of
-``_copy._tune`` works too. A configuration may also hold ``"simd"``: the kernels' SIMD level
-(0: SSE2, 1: + SSSE3, 2: + AVX2), for comparing the kernel families on one machine.
+never); ``nt_run_bytes`` a streamed transpose's destination run per tile row (rows of up
+to two runs, one for bytes, are staged whole) and ``nt_stitch_bytes`` the same for rows that
+do not share a line alignment (halved for bytes); ``chunks_per_thread`` the chunks a team's
+blocks are claimed in, per thread (0: one fixed share each); ``fetch_next`` (0 or 1) whether
+a streamed transpose's block fetches the next block's source while it writes its own out.
+Any other knob of ``_copy._tune`` works too. A configuration may also hold ``"simd"``: the
+kernels' SIMD level (0: SSE2, 1: + SSSE3, 2: + AVX2), for comparing the kernel families on one
+machine.
 """
 
 from __future__ import annotations

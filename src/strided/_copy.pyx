@@ -110,7 +110,7 @@ _TUNING.tile_row_bytes = 256         # a copy's transpose tile's row, in each la
 _TUNING.staged = -1                  # copy transposes via the staging tile: -1 by _staged()
 _TUNING.stage_bytes = 131072         # the copy's staging tile (L2 / 4, <= ST_TILE_BUF) ...
 _TUNING.stage_big_from = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
-_TUNING.nt_run_bytes = 128           # a streamed transpose's destination run per tile row ...
+_TUNING.nt_run_bytes = 256           # a streamed transpose's destination run per tile row ...
 _TUNING.nt_stitch_bytes = 512        # ... when rows do not share a line alignment
 _TUNING.shift_buffer_bytes = 256 * 1024    # the overlap routes' buffer: L2 / 2
 _TUNING.convert_tile_bytes = 131072  # a conversion's staged tile: L2 / 4
@@ -390,11 +390,17 @@ cdef inline int64_t _abs64(int64_t v) noexcept nogil:
     return -v if v < 0 else v
 
 
-cdef inline int64_t _nt_run(const Tuning* T, int unit) noexcept nogil:
-    """A streamed transpose's destination run per tile row, in bytes. Measured at 64 MiB:
-    128 B (tiles of 1024 x 32 floats) for items of 2 bytes or more, twice that for bytes, whose
-    16 x 16 micro-tiles are slower to fill a taller tile."""
-    return T.nt_run_bytes * 2 if unit == 1 else T.nt_run_bytes
+cdef inline int64_t _nt_run(const Tuning* T) noexcept nogil:
+    """A streamed transpose's destination run per tile row, in bytes: 256 B (tiles of 512 x 64
+    floats), for every item size. Paired at 64 MiB (AMD EPYC Zen 3, configurations taking
+    turns in one process, memcpy time / strided time), 256 B against the 128 B used before for
+    items of 2 bytes or more: 1 thread float32 NCHW -> NHWC C = 256 0.64-0.65 -> 0.79-0.82,
+    C = 128 0.53 -> 0.77, (rows, 768) column-major 0.75-0.77 -> 0.84-0.86, 4096^2 transpose
+    0.67-0.69 -> 0.75-0.76, uint16 C = 256 0.43-0.52 -> 0.58-0.66; 2 threads float32 C = 256
+    0.85-1.20 -> 1.02-1.42, float64 C = 64 0.90 -> 1.37; 512 B was between the two. Bytes
+    kept 256 B (512 B: 2-D transposes 0.56 -> 0.43, (rows, 768) 0.57 -> 0.45); the rest
+    level. Intel unmeasured."""
+    return T.nt_run_bytes
 
 
 cdef inline int64_t _nt_stitch_run(const Tuning* T, int unit) noexcept nogil:
@@ -407,9 +413,11 @@ cdef inline int64_t _nt_stitch_run(const Tuning* T, int unit) noexcept nogil:
 
 cdef inline bint _nt_whole_rows(const Plan* P, const Tuning* T) noexcept nogil:
     """Whether a streamed transpose stages whole destination rows (the block is then one run):
-    for rows back to back of up to 2 runs (measured: NCHW -> NHWC with 64 floats, NCHW32 with
-    doubles, 1.1-1.2x faster than half rows)."""
-    return P.dp == P.C and P.C * P.unit <= 2 * T.nt_run_bytes
+    for rows back to back of up to 2 runs, 1 for bytes (measured: NCHW -> NHWC with 64 floats,
+    NCHW32 with doubles, 1.1-1.2x faster than half rows; 512-byte rows, whole against runs of
+    128 B, 64 MiB: floats (C = 128) 1.45-1.5x faster, doubles (C = 64) 1.5-1.55x, bytes
+    (C = 512) 0.93x, so bytes stop at one run)."""
+    return P.dp == P.C and P.C * P.unit <= (1 if P.unit == 1 else 2) * _nt_run(T)
 
 
 cdef bint _lines_agree(const Plan* P) noexcept nogil:
@@ -481,7 +489,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
             P.BC = P.C
             P.BR = min(P.R, max(micro, room // P.BC))
         elif _lines_agree(P):
-            P.BC = _nt_run(T, P.unit) // P.unit
+            P.BC = _nt_run(T) // P.unit
             P.BR = min(P.R, max(micro, room // P.BC))
             P.align = 1
         else:

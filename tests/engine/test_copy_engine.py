@@ -544,6 +544,24 @@ def test_streamed_transposes_with_tiny_strips(k):
                                          what=f"{sizes} pitch={pitch}")
 
 
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16])
+def test_streamed_pixels_around_the_whole_row_limit(k):
+    """Streamed NCHW -> NHWC with the default runs: pixel rows up to two runs (one for bytes)
+    are staged whole, longer ones in runs aligned on the lines; rows just under, at and over
+    each limit, line-aligned and not, on 1-3 threads."""
+    run = _copy._tune()["nt_run_bytes"]
+    with tuned(nt_bytes=0):
+        for row_bytes in (run - 64, run, run + 64, 2 * run - 64, 2 * run, 2 * run + 64):
+            c = max(1, row_bytes // k)
+            sizes = (2, c, 5, 41)   # NCHW, written as NHWC
+            dst_strides = (5 * 41 * c, 1, 41 * c, c)
+            src_strides = (c * 5 * 41, 5 * 41, 41, 1)
+            for line_offset in (0, min(k, 8)):
+                assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                         line_offset=line_offset, threads=(1, 2, 3),
+                                         what=f"C={c} offset={line_offset}")
+
+
 @pytest.mark.parametrize("tuning", [
     {"nt_run_bytes": 2**40, "nt_stitch_bytes": 2**40},
     {"nt_run_bytes": 0, "nt_stitch_bytes": -5, "stage_bytes": 0},
