@@ -5,7 +5,8 @@ private ``strided._copy._tune`` hook, runs only strided and a single-call memcpy
 (nothing else runs between the two), and prints ``memcpy time / strided time`` for every case
 and configuration; the configurations take turns within each sample, in balanced orders (run
 one after another, the first of them ran up to 1.2x faster than an identical second, on the
-same code). Configurations are ``_tune`` keyword sets, given as a JSON list::
+same code), each starting from the engine's own tuning. Configurations are ``_tune`` keyword
+sets, given as a JSON list::
 
     python benchmarks/tune_copy.py
     python benchmarks/tune_copy.py --configs '[{"staged": 0}, {"staged": 1, "stage_bytes": 16384}]'
@@ -57,10 +58,15 @@ def cases(dtype: type, nbytes: int) -> Iterator[Case]:
         np.ones((8, 128, hw, hw), dtype).reshape(8, 4, 32, hw, hw))
 
 
+#: the engine's own tuning, which every configuration starts from (a knob one configuration
+#: sets must not carry over into the next)
+_BASE = _copy._tune()
+
+
 def _apply(config: dict) -> None:
     config = dict(config)
     _copy._simd(config.pop("simd", -1))
-    _copy._tune(**config)
+    _copy._tune(**{**_BASE, **config})
 
 
 def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[dict],
@@ -116,7 +122,6 @@ def main() -> None:
     print(f"memcpy time / strided time, {args.mib:g} MiB, {args.threads} threads; columns:")
     for i, config in enumerate(configs):
         print(f"  [{i}] {config}")
-    original = _copy._tune()
     try:
         for dtype in dtypes:
             for name, make in cases(dtype, nbytes):
@@ -124,7 +129,7 @@ def main() -> None:
                 cells = "  ".join(f"{r:5.2f}" for r in row)
                 print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
     finally:
-        _copy._tune(**original)
+        _copy._tune(**_BASE)
         _copy._simd(-1)
 
 
