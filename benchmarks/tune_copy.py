@@ -52,6 +52,10 @@ def cases(dtype: type, nbytes: int) -> Iterator[Case]:
         hw = int((n // (8 * c)) ** 0.5)
         yield f"NCHW->NHWC C{c}", lambda c=c, hw=hw: (
             np.empty((8, hw, hw, c), dtype).transpose(0, 3, 1, 2), np.ones((8, c, hw, hw), dtype))
+    for c in (16, 64, 256):
+        hw = int((n // (8 * c)) ** 0.5)
+        yield f"NHWC->NCHW C{c}", lambda c=c, hw=hw: (
+            np.empty((8, c, hw, hw), dtype), np.ones((8, hw, hw, c), dtype).transpose(0, 3, 1, 2))
     hw = int((n // (8 * 128)) ** 0.5)
     yield "NCHW->NCHW32", lambda: (
         np.empty((8, 4, hw, hw, 32), dtype).transpose(0, 1, 4, 2, 3),
