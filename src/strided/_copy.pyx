@@ -397,7 +397,8 @@ cdef inline int64_t _nt_run(const Tuning* T) noexcept nogil:
     items of 2 bytes or more: 1 thread float32 NCHW -> NHWC C = 256 0.64-0.65 -> 0.79-0.82,
     C = 128 0.53 -> 0.77, (rows, 768) column-major 0.75-0.77 -> 0.84-0.86, 4096^2 transpose
     0.67-0.69 -> 0.75-0.76, uint16 C = 256 0.43-0.52 -> 0.58-0.66; 2 threads float32 C = 256
-    0.85-1.20 -> 1.02-1.42, float64 C = 64 0.90 -> 1.37; 512 B was between the two. Bytes
+    0.85-1.20 -> 1.02-1.42, float64 C = 64 0.90 -> 1.37; float64 and complex128 level or
+    ahead everywhere (NHWC -> NCHW C = 16 float64 1.08 -> 1.57); 512 B was between the two. Bytes
     kept 256 B (512 B: 2-D transposes 0.56 -> 0.43, (rows, 768) 0.57 -> 0.45); the rest
     level. Intel unmeasured."""
     return T.nt_run_bytes
