@@ -415,9 +415,10 @@ cdef inline int64_t _nt_stitch_run(const Tuning* T, int unit) noexcept nogil:
 cdef inline bint _nt_whole_rows(const Plan* P, const Tuning* T) noexcept nogil:
     """Whether a streamed transpose stages whole destination rows (the block is then one run):
     for rows back to back of up to 2 runs, 1 for bytes (measured: NCHW -> NHWC with 64 floats,
-    NCHW32 with doubles, 1.1-1.2x faster than half rows; 512-byte rows, whole against runs of
-    128 B, 64 MiB: floats (C = 128) 1.45-1.5x faster, doubles (C = 64) 1.5-1.55x, bytes
-    (C = 512) 0.93x, so bytes stop at one run)."""
+    NCHW32 with doubles, 1.1-1.2x faster than half rows; 512-byte rows at 64 MiB, 1 thread,
+    whole against runs of 128 B: floats (C = 128) 1.40-1.45x faster, doubles (C = 64)
+    1.55-1.7x; bytes (C = 512) whole against runs of 256 B 0.92-0.95x, so bytes stop at one
+    run)."""
     return P.dp == P.C and P.C * P.unit <= (1 if P.unit == 1 else 2) * _nt_run(T)
 
 
