@@ -490,6 +490,38 @@ def test_staged_transposes_of_aliasing_source_strides(level, k):
                                              what=f"{sizes} pitch={pitch} {tuning}")
 
 
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_the_planner_stages_source_rows_4_kib_apart(k):
+    """Below the streaming threshold, long destination rows are tiled in place, except where
+    the source's rows are a multiple of 4 KiB apart (one L1 set): those go through the staging
+    tile (2-byte items keep their AVX2 tiles in place; 2 KiB apart is not enough). The staged
+    copies of those layouts match numpy, through the planner's own choice."""
+    pitch = 4096 // k
+    cases = [((256, pitch), (pitch, 1), (1, pitch), "staged"),          # 2-D transpose
+             ((3, 256, pitch), (256 * pitch, pitch, 1), (256 * pitch, 1, 2 * pitch),
+              "staged"),                                               # padded source rows
+             ((256, pitch), (pitch, 1), (1, pitch + 1), "transpose"),    # off by one item
+             ((256, 2048 // k), (2048 // k, 1), (1, 2048 // k), "transpose")]
+    for sizes, dst_strides, src_strides, kind in cases:
+        assert _copy._block_kind(sizes, dst_strides, src_strides, k) == kind, (sizes, k)
+        assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                 what=f"{sizes} {src_strides} k={k}")
+    assert _copy._block_kind((256, 2048), (2048, 1), (1, 2048), 2) == "transpose"
+    with tuned(staged=0):
+        assert _copy._block_kind((256, pitch), (pitch, 1), (1, pitch), k) == "transpose"
+
+
+def test_block_kind_names_its_arguments():
+    with pytest.raises(ValueError, match="non-empty"):
+        _copy._block_kind((0, 3), (3, 1), (1, 3), 4)
+    with pytest.raises(ValueError, match="itemsize"):
+        _copy._block_kind((2, 3), (3, 1), (1, 3), 0)
+    with pytest.raises(ValueError, match="dst_strides"):
+        _copy._block_kind((2, 3), (3,), (1, 3), 4)
+    assert _copy._block_kind((2, 3), (0, 1), (3, 1), 4) == "overlapping"
+    assert _copy._block_kind((2, 3), (3, 1), (3, 1), 4) == "copy"
+
+
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 @pytest.mark.parametrize("cols", [20, 40, 100, 300])
 def test_streamed_transposes_stitch_lines_across_blocks(k, cols):
