@@ -291,6 +291,7 @@ def family(case):
             if staged == -1:
                 row = n * unit
                 staged = (row <= 16 or 64 < row <= 256) if unit >= 4 else row <= 128
+                staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0)
             return "copy/transpose-staged" if staged else "copy/transpose"
         if s == 0:
             return "copy/fill-streamed" if tune.get("nt_bytes") == 0 else "copy/fill"

@@ -453,7 +453,7 @@ def assert_copies_like_numpy(sizes, dst_strides, src_strides, k, *, line_offset=
 # edges, blocks narrower than a tile, the interleave extents, one-vector rows
 TRANSPOSE_SHAPES = [(8, 8), (4, 64), (64, 4), (5, 7), (12, 20), (33, 65), (100, 37),
                     (37, 100), (256, 130), (3, 200), (200, 3), (16, 16), (1000, 8), (64, 48),
-                    (130, 40), (32, 16), (1000, 16)]
+                    (130, 40), (32, 16), (1000, 16), (45, 128), (70, 96)]
 
 
 @pytest.mark.parametrize("level", SIMD_LEVELS)

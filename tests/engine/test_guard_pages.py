@@ -245,6 +245,47 @@ def test_rows_of_a_few_kib_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_byte_transposes_in_place_stay_inside():
+    """2-D byte transposes tiled in place (transpose.h: st_transpose_1_avx2's 32 x 32 tiles of
+    32-byte rows on AVX2, the SSE2 16 x 16 ones below), extents around the tiles with ragged
+    rows and columns, padded rows on either side, the source's or the destination's last byte
+    right before a guard page and its first right after the other, every SIMD level, 1 and 2
+    threads. The destination's pages must hold exactly np.copyto's result; the source's must
+    be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
+        rng = np.random.default_rng(11)
+        problems = 0
+        _copy._tune(staged=0)
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for R in (31, 32, 33, 45, 64, 70, 100):
+                for C in (32, 33, 64, 96, 127, 128, 130, 160):
+                    for spad, dpad in ((0, 0), (3, 0), (0, 5), (64, 1)):
+                        sp, dp = R + spad, C + dpad
+                        sused, dused = (C - 1) * sp + R, (R - 1) * dp + C
+                        for at_end, sbase, dbase, before, expected in guarded.placements(
+                                src_area, dst_area, sused, dused, rng):
+                            src = src_area.view(sbase, (R, C), (1, sp), np.uint8)
+                            dst = dst_area.view(dbase, (R, C), (dp, 1), np.uint8)
+                            for r in range(R):
+                                at = dbase + r * dp
+                                expected[at:at + C] = src[r]
+                            st.copyto(dst, src, num_threads=1 + (R + C) % 2)
+                            if not (np.array_equal(dst_area.bytes, expected)
+                                    and np.array_equal(src_area.bytes, before)):
+                                problems += 1
+                                print("wrong", level, R, C, spad, dpad, at_end)
+        print("problems", problems)
+    """, timeout=900)
+    assert out.strip().splitlines()[-1] == "problems 0", out
+
+
 def test_rgb_pixels_of_every_length_stay_inside():
     """Two, three or four planes of 1- or 2-byte items into dense pixels (interleave.h:
     st_rgb_avx2, 32 bytes of each plane a step in three 32-byte stores; st_rgb_ssse3, 16 bytes
