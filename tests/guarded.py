@@ -266,6 +266,12 @@ FUSED = {  # (src, dst): the fused rows of convert.h, plain and affine
 _WIDE = {"int32", "int64", "uint32", "uint64", "float64"}
 
 
+def _crowd_l1_sets(stride_bytes, rows):
+    """The most of ``rows`` lines ``stride_bytes`` apart sharing one of 64 L1 sets."""
+    sets = [r * stride_bytes % 4096 // 64 for r in range(rows)]
+    return max(sets.count(x) for x in sets)
+
+
 def family(case):
     """The kernel family that runs the case's blocks (the planner's choice, mirrored)."""
     tune = dict(case.copy_tune)
@@ -291,7 +297,8 @@ def family(case):
             if staged == -1:
                 row = n * unit
                 staged = (row <= 16 or 64 < row <= 256) if unit >= 4 else row <= 128
-                staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0)
+                staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0) or (
+                    unit == 1 and R == 16 and _crowd_l1_sets(dims[p][1], 16) > 4)
             return "copy/transpose-staged" if staged else "copy/transpose"
         if s == 0:
             return "copy/fill-streamed" if tune.get("nt_bytes") == 0 else "copy/fill"

@@ -436,6 +436,21 @@ cdef bint _lines_agree(const Plan* P) noexcept nogil:
     return True
 
 
+cdef int _crowd_l1_sets(int64_t stride_bytes, int rows) noexcept nogil:
+    """The most of ``rows`` lines ``stride_bytes`` apart that share one L1 set (64 sets of 64
+    bytes: the addresses mod 4 KiB, on every x86 core): 1 when they spread, ``rows`` when
+    the stride is a multiple of 4 KiB."""
+    cdef int count[64]
+    cdef int r, most = 0, at
+    for r in range(64):
+        count[r] = 0
+    for r in range(rows):
+        at = <int>(((r * stride_bytes) % 4096 + 4096) % 4096 // 64)
+        count[at] += 1
+        most = max(most, count[at])
+    return most
+
+
 cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     """Whether a transpose below the streaming threshold goes through the staging tile, by the
     destination's row bytes.
@@ -461,12 +476,21 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     apart 0.87-1.54x. Not for 2-byte items, whose AVX2 tiles in place were ahead there
     (1.1-1.75x), nor 16-byte ones (unmeasured); not for rows 2 KiB apart (float64 NCHW -> NHWC
     with 16 x 16 planes and 256 channels: 0.55-0.6x). Intel unmeasured.
+
+    The same crowding on the destination side: 16 byte planes out of 16-byte pixels (NHWC ->
+    NCHW with 16 channels) are written 16 bytes of each plane at a time, which is fast (0.2-
+    0.3 ms for 3-4 MiB) unless more than 4 of the 16 planes share an L1 set: planes of 64^2,
+    128^2, 256^2, 512^2 bytes and 181^2 (7 short of 32 KiB) took 0.65-0.82 ms in place and
+    0.48-0.51 through the tile (1 thread, 1.3-1.7x faster; 2 threads 1.1-1.5x); where the
+    planes spread (32^2, 45^2, 90^2, 100^2, 160^2, 180^2, 362^2) the tile was 0.4-0.6x.
     """
     cdef int64_t row = P.C * P.unit
     if T.staged >= 0:
         return T.staged
     if P.unit != 2 and P.unit != 16 and (P.sq * P.unit) % 4096 == 0:
         return True   # source rows in one L1 set: the tile reads them through its buffer
+    if P.unit == 1 and P.R == 16 and _crowd_l1_sets(P.dp, 16) > 4:
+        return True   # 16 destination rows in one or two L1 sets: the tile writes them whole
     if P.unit >= 4:
         return row <= 16 or 64 < row <= 256
     return row <= 128

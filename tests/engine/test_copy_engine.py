@@ -511,6 +511,23 @@ def test_the_planner_stages_source_rows_4_kib_apart(k):
         assert _copy._block_kind((256, pitch), (pitch, 1), (1, pitch), k) == "transpose"
 
 
+@pytest.mark.parametrize("hw, kind", [(64, "staged"), (181, "staged"), (512, "staged"),
+                                      (45, "transpose"), (100, "transpose"),
+                                      (160, "transpose")])
+def test_the_planner_stages_16_byte_planes_that_crowd_l1_sets(hw, kind):
+    """NHWC -> NCHW of 16 byte channels: the 16 destination planes are written 16 bytes at a
+    time in place, unless more than 4 of the 16 planes' lines share an L1 set (planes a
+    multiple of 4 KiB apart, or 32761 bytes: 7 short of 32 KiB), which go through the staging
+    tile; either way the bytes match numpy's."""
+    sizes = (2, 16, hw * hw)
+    dst_strides = (16 * hw * hw, hw * hw, 1)
+    src_strides = (16 * hw * hw, 1, 16)
+    assert _copy._block_kind(sizes, dst_strides, src_strides, 1) == kind
+    assert _copy._block_kind(sizes, dst_strides, src_strides, 2) == "transpose"
+    assert_copies_like_numpy(sizes, dst_strides, src_strides, 1, threads=(1, 2),
+                             what=f"{hw}^2 planes")
+
+
 def test_block_kind_names_its_arguments():
     with pytest.raises(ValueError, match="non-empty"):
         _copy._block_kind((0, 3), (3, 1), (1, 3), 4)
