@@ -245,13 +245,14 @@ def test_rows_of_a_few_kib_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
-def test_byte_transposes_in_place_stay_inside():
-    """2-D byte transposes tiled in place (transpose.h: st_transpose_1_avx2's 32 x 32 tiles of
-    32-byte rows on AVX2, the SSE2 16 x 16 ones below), extents around the tiles with ragged
-    rows and columns, padded rows on either side, the source's or the destination's last byte
-    right before a guard page and its first right after the other, every SIMD level, 1 and 2
-    threads. The destination's pages must hold exactly np.copyto's result; the source's must
-    be unchanged."""
+def test_transposes_in_place_with_ragged_edges_stay_inside():
+    """2-D transposes tiled in place (transpose.h ST_DEFINE_TRANSPOSE: a ragged last row or
+    column of tiles is one more tile flush with the block's edge, over items already written;
+    AVX2 tiles of 32 x 32 bytes, 16 x 16 2-byte items, 8 x 8 floats, 4 x 4 doubles, SSE2 ones
+    of 16 bytes a row), extents at and around one and two tiles of each, padded rows
+    on either side, the source's or the destination's last byte right before a guard page and
+    its first right after the other, every SIMD level, 1 and 2 threads. The destination's pages
+    must hold exactly np.copyto's result; the source's must be unchanged."""
     out = run_isolated("""
         import numpy as np
         import strided as st
@@ -264,23 +265,30 @@ def test_byte_transposes_in_place_stay_inside():
         _copy._tune(staged=0)
         for level in range(_copy._simd() + 1):
             _copy._simd(level)
-            for R in (31, 32, 33, 45, 64, 70, 100):
-                for C in (32, 33, 64, 96, 127, 128, 130, 160):
-                    for spad, dpad in ((0, 0), (3, 0), (0, 5), (64, 1)):
-                        sp, dp = R + spad, C + dpad
-                        sused, dused = (C - 1) * sp + R, (R - 1) * dp + C
-                        for at_end, sbase, dbase, before, expected in guarded.placements(
-                                src_area, dst_area, sused, dused, rng):
-                            src = src_area.view(sbase, (R, C), (1, sp), np.uint8)
-                            dst = dst_area.view(dbase, (R, C), (dp, 1), np.uint8)
-                            for r in range(R):
-                                at = dbase + r * dp
-                                expected[at:at + C] = src[r]
-                            st.copyto(dst, src, num_threads=1 + (R + C) % 2)
-                            if not (np.array_equal(dst_area.bytes, expected)
-                                    and np.array_equal(src_area.bytes, before)):
-                                problems += 1
-                                print("wrong", level, R, C, spad, dpad, at_end)
+            for k, tile in ((1, 32), (2, 16), (4, 8), (8, 4), (16, 2)):
+                dtype = np.dtype(f"V{k}")
+                ext = sorted({e for t in (tile, max(1, 16 // k))
+                              for e in (t - 1, t, t + 1, 2 * t - 1, 2 * t + 3)} - {0} | {45})
+                for R in ext:
+                    for C in ext:
+                        for spad, dpad in ((0, 0), (3, 0), (0, 5)):
+                            sp, dp = R + spad, C + dpad
+                            sused = ((C - 1) * sp + R) * k
+                            dused = ((R - 1) * dp + C) * k
+                            if max(sused, dused) > src_area.size:
+                                continue
+                            for at_end, sbase, dbase, before, expected in guarded.placements(
+                                    src_area, dst_area, sused, dused, rng):
+                                src = src_area.view(sbase, (R, C), (1, sp), dtype)
+                                dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
+                                want = expected[dbase:dbase + dused].view(dtype)
+                                for r in range(R):
+                                    want[r * dp:r * dp + C] = src[r]
+                                st.copyto(dst, src, num_threads=1 + (R + C) % 2)
+                                if not (np.array_equal(dst_area.bytes, expected)
+                                        and np.array_equal(src_area.bytes, before)):
+                                    problems += 1
+                                    print("wrong", level, k, R, C, spad, dpad, at_end)
         print("problems", problems)
     """, timeout=900)
     assert out.strip().splitlines()[-1] == "problems 0", out

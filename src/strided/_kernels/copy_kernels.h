@@ -124,19 +124,19 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
          * threads 1.08-1.28 on those, level on 2-D transposes. The staged and streamed
          * blocks keep the SSE2 tiles: there the 32-row tile was behind (64 MiB NCHW -> NHWC
          * C = 64 0.83-0.99, NCHW32 0.85-0.90; 4 MiB staged C = 64 0.81-1.04). */
-        if (st_simd >= 2 && itemsize == 1 && ST_AVX2_FITS(R, C, 32)) {
+        if (st_simd >= 2 && itemsize == 1 && ST_AVX2_TILES(R, C, 32)) {
             st_transpose_1_avx2(dst, dp, src, sq, R, C);
             return;
         }
-        if (st_simd >= 2 && itemsize == 2 && ST_AVX2_FITS(R, C, 16)) {
+        if (st_simd >= 2 && itemsize == 2 && ST_AVX2_TILES(R, C, 16)) {
             st_transpose_2_avx2(dst, dp, src, sq, R, C);
             return;
         }
-        if (st_simd >= 2 && itemsize == 4 && ST_AVX2_FITS(R, C, 8)) {
+        if (st_simd >= 2 && itemsize == 4 && ST_AVX2_TILES(R, C, 8)) {
             st_transpose_4_avx2(dst, dp, src, sq, R, C);
             return;
         }
-        if (st_simd >= 2 && itemsize == 8 && ST_AVX2_FITS(R, C, 4)) {
+        if (st_simd >= 2 && itemsize == 8 && ST_AVX2_TILES(R, C, 4)) {
             st_transpose_8_avx2(dst, dp, src, sq, R, C);
             return;
         }

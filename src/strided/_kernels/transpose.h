@@ -97,9 +97,10 @@ ST_INLINE void st_micro_16(const char *s, st_idx ss, char *d, st_idx ds)
  * compiler unrolls for the small constant extents that matter (C = 2, 3, 4: RGB(A) pixels,
  * NCHW4 lanes). */
 
+/* items [r0_, r1_) x [c0_, c1_) of a block, one at a time */
 #define ST_EDGE(T)                                                                            \
-    for (r = r0; r < r1; r++)                                                                 \
-        for (c = c0; c < c1; c++) d[r * dp + c] = s[r + c * sq];
+    for (r = r0_; r < r1_; r++)                                                               \
+        for (c = c0_; c < c1_; c++) d[r * dp + c] = s[r + c * sq];
 
 #define ST_INTERLEAVE_CASE(T, K)                                                              \
     case K:                                                                                   \
@@ -124,7 +125,8 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
 {                                                                                             \
     T *d = (T *)dst;                                                                          \
     const T *s = (const T *)src;                                                              \
-    st_idx r, c, r0, c0, r1, c1;                                                              \
+    st_idx r, c, r0, c0, rf, cf, rt, r0_, r1_, c0_, c1_;                                      \
+    int ro, co;                                                                               \
     if (C < M) {                                                                              \
         switch (C) {                                                                          \
             ST_INTERLEAVE_CASE(T, 1)                                                          \
@@ -143,14 +145,28 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
             default: break;                                                                   \
         }                                                                                     \
     }                                                                                         \
-    for (r0 = 0; r0 + M <= R; r0 += M) {                                                      \
-        for (c0 = 0; c0 + M <= C; c0 += M)                                                    \
-            MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(d + r0 * dp + c0), dp);      \
-        r1 = r0 + M; c1 = C;                                                                  \
-        ST_EDGE(T)                                                                            \
+    /* A ragged edge of at least half a tile is one more tile flush with the block's last     \
+     * row or column, over items already written (the same values again; source and           \
+     * destination never share bytes here); a thinner one goes through the item loop, which   \
+     * was faster there (C harness, NHWC -> NCHW bytes and floats: an edge of 1 item 0.57-    \
+     * 0.68x as a tile, 8 of 16 bytes 1.9x, 4 of 8 floats 0.87-1.15x). */                     \
+    rf = R - R % M; cf = C - C % M;                                                           \
+    ro = R >= M && 2 * (R % M) >= M;                                                          \
+    co = C >= M && 2 * (C % M) >= M;                                                          \
+    for (r0 = 0; r0 < rf + (ro ? M : 0); r0 += M) {                                           \
+        rt = r0 < rf ? r0 : R - M;                                                            \
+        for (c0 = 0; c0 < cf; c0 += M)                                                        \
+            MICRO((const char *)(s + rt + c0 * sq), sq, (char *)(d + rt * dp + c0), dp);      \
+        if (co)                                                                               \
+            MICRO((const char *)(s + rt + (C - M) * sq), sq,                                  \
+                  (char *)(d + rt * dp + C - M), dp);                                         \
+        r0_ = rt; r1_ = rt + M; c0_ = co ? C : cf; c1_ = C;                                   \
+        ST_EDGE(T)                                                                           \
     }                                                                                         \
-    r1 = R; c0 = 0; c1 = C;                                                                   \
-    ST_EDGE(T)                                                                                \
+    if (!ro) {                                                                                \
+        r0_ = rf; r1_ = R; c0_ = 0; c1_ = C;                                                  \
+        ST_EDGE(T)                                                                           \
+    }                                                                                         \
 }
 
 ST_DEFINE_TRANSPOSE(st_t1, 16, st_micro_1, st_transpose_1, )
@@ -265,9 +281,11 @@ void st_micro_1_avx2(const char *s, st_idx ss, char *d, st_idx ds)
     }
 }
 
-/* The AVX2 kernels leave ragged edges (below their M x M tiles) to scalar loops, where the
- * SSE2 ones have half-size tiles: AVX2 only when the edges are a small part of the block. */
+/* The staged AVX2 kernels (tile.h) leave ragged edges (below their M x M tiles) to scalar
+ * loops: AVX2 only when the edges are a small part of the block. In place, a ragged edge is
+ * one more tile (ST_DEFINE_TRANSPOSE): any block of a tile each way. */
 #define ST_AVX2_FITS(R, C, M) ((R) >= (M) && (C) >= (M) && ((C) % (M) == 0 || (C) >= 4 * (M)))
+#define ST_AVX2_TILES(R, C, M) ((R) >= (M) && (C) >= (M))
 
 ST_DEFINE_TRANSPOSE(st_t1, 32, st_micro_1_avx2, st_transpose_1_avx2, ST_AVX2)
 ST_DEFINE_TRANSPOSE(st_t2, 16, st_micro_2_avx2, st_transpose_2_avx2, ST_AVX2)
