@@ -65,7 +65,6 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_BLOCK_TRANSPOSE
         ST_BLOCK_TBUF
         ST_TILE_BUF
-        ST_ALIAS_BYTES
         ST_NT
         ST_STITCH
         ST_FRESH
@@ -436,16 +435,21 @@ cdef bint _lines_agree(const Plan* P) noexcept nogil:
     return True
 
 
+# bytes of one way of an L1 data cache: 64 sets of 64-byte lines on every x86 core (Intel's 32
+# and 48 KiB, AMD's 32 KiB), so addresses a multiple of this apart share a set
+cdef enum:
+    _L1_WAY = 4096
+
+
 cdef int _crowd_l1_sets(int64_t stride_bytes, int rows) noexcept nogil:
-    """The most of ``rows`` lines ``stride_bytes`` apart that share one L1 set (64 sets of 64
-    bytes: the addresses mod 4 KiB, on every x86 core): 1 when they spread, ``rows`` when
-    the stride is a multiple of 4 KiB."""
+    """The most of ``rows`` lines ``stride_bytes`` apart that share one L1 set: 1 when they
+    spread, ``rows`` when the stride is a multiple of _L1_WAY."""
     cdef int count[64]
     cdef int r, most = 0, at
     for r in range(64):
         count[r] = 0
     for r in range(rows):
-        at = <int>(((r * stride_bytes) % 4096 + 4096) % 4096 // 64)
+        at = <int>(((r * stride_bytes) % _L1_WAY + _L1_WAY) % _L1_WAY // 64)
         count[at] += 1
         most = max(most, count[at])
     return most
@@ -487,7 +491,7 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     cdef int64_t row = P.C * P.unit
     if T.staged >= 0:
         return T.staged
-    if P.unit != 2 and P.unit != 16 and (P.sq * P.unit) % 4096 == 0:
+    if P.unit != 2 and P.unit != 16 and (P.sq * P.unit) % _L1_WAY == 0:
         return True   # source rows in one L1 set: the tile reads them through its buffer
     if P.unit == 1 and P.R == 16 and _crowd_l1_sets(P.dp, 16) > 4:
         return True   # 16 destination rows in one or two L1 sets: the tile writes them whole

@@ -161,11 +161,11 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
             MICRO((const char *)(s + rt + (C - M) * sq), sq,                                  \
                   (char *)(d + rt * dp + C - M), dp);                                         \
         r0_ = rt; r1_ = rt + M; c0_ = co ? C : cf; c1_ = C;                                   \
-        ST_EDGE(T)                                                                           \
+        ST_EDGE(T)                                                                            \
     }                                                                                         \
     if (!ro) {                                                                                \
         r0_ = rf; r1_ = R; c0_ = 0; c1_ = C;                                                  \
-        ST_EDGE(T)                                                                           \
+        ST_EDGE(T)                                                                            \
     }                                                                                         \
 }
 
