@@ -245,11 +245,12 @@ def test_rows_of_a_few_kib_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
-def test_transposes_in_place_with_ragged_edges_stay_inside():
-    """2-D transposes tiled in place (transpose.h ST_DEFINE_TRANSPOSE: a ragged last row or
-    column of tiles is one more tile flush with the block's edge, over items already written;
-    AVX2 tiles of 32 x 32 bytes, 16 x 16 2-byte items, 8 x 8 floats, 4 x 4 doubles, SSE2 ones
-    of 16 bytes a row), extents at and around one and two tiles of each, padded rows
+def test_transposes_with_ragged_edges_stay_inside():
+    """2-D transposes tiled in place (transpose.h ST_DEFINE_TRANSPOSE) and through the staging
+    tile (tile.h), where a ragged last row or column of tiles is one more tile flush with the
+    block's edge, over items already written (AVX2 tiles of 32 x 32 bytes in place, 16 x 16
+    2-byte items, 8 x 8 floats, 4 x 4 doubles, SSE2 ones of 16 bytes a row), extents at and
+    around one and two tiles of each, padded rows
     on either side, the source's or the destination's last byte right before a guard page and
     its first right after the other, every SIMD level, 1 and 2 threads. The destination's pages
     must hold exactly np.copyto's result; the source's must be unchanged."""
@@ -262,9 +263,9 @@ def test_transposes_in_place_with_ragged_edges_stay_inside():
         src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
         rng = np.random.default_rng(11)
         problems = 0
-        _copy._tune(staged=0)
-        for level in range(_copy._simd() + 1):
+        for level, staged in [(lv, st) for lv in range(_copy._simd() + 1) for st in (0, 1)]:
             _copy._simd(level)
+            _copy._tune(staged=staged)
             for k, tile in ((1, 32), (2, 16), (4, 8), (8, 4), (16, 2)):
                 dtype = np.dtype(f"V{k}")
                 ext = sorted({e for t in (tile, max(1, 16 // k))
@@ -288,7 +289,7 @@ def test_transposes_in_place_with_ragged_edges_stay_inside():
                                 if not (np.array_equal(dst_area.bytes, expected)
                                         and np.array_equal(src_area.bytes, before)):
                                     problems += 1
-                                    print("wrong", level, k, R, C, spad, dpad, at_end)
+                                    print("wrong", level, staged, k, R, C, spad, dpad, at_end)
         print("problems", problems)
     """, timeout=900)
     assert out.strip().splitlines()[-1] == "problems 0", out

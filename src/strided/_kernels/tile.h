@@ -107,10 +107,27 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
             for (r0 = 0; r0 < rf; r0 += M)                                                    \
                 MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
     }                                                                                         \
-    for (c = 0; c < cf; c++)                                                                  \
-        for (r = rf; r < R; r++) buf[r * C + c] = CV(s[r + c * sq]);                          \
-    for (c = cf; c < C; c++)                                                                  \
-        for (r = 0; r < R; r++) buf[r * C + c] = CV(s[r + c * sq]);                           \
+    if (R >= M && C >= M) {                                                                   \
+        /* ragged edges: one more micro-tile flush with the block's last column or row, over  \
+         * items already in the tile (the same values again). An item loop here took 1.5 ns   \
+         * an item: NCHW -> NHWC uint8 with 24 or 40 channels (8 of 16 columns left over)     \
+         * ran at 0.06x a memcpy. */                                                          \
+        if (cf < C)                                                                           \
+            for (r0 = 0; r0 < rf; r0 += M)                                                    \
+                MICRO((const char *)(s + r0 + (C - M) * sq), sq,                              \
+                      (char *)(buf + r0 * C + C - M), C);                                     \
+        if (rf < R)                                                                           \
+            for (c0 = 0; c0 < C; c0 += M) {                                                   \
+                c = c0 + M <= C ? c0 : C - M;                                                 \
+                MICRO((const char *)(s + R - M + c * sq), sq,                                 \
+                      (char *)(buf + (R - M) * C + c), C);                                    \
+            }                                                                                 \
+    } else {                                                                                  \
+        for (c = 0; c < cf; c++)                                                              \
+            for (r = rf; r < R; r++) buf[r * C + c] = CV(s[r + c * sq]);                      \
+        for (c = cf; c < C; c++)                                                              \
+            for (r = 0; r < R; r++) buf[r * C + c] = CV(s[r + c * sq]);                       \
+    }                                                                                         \
     if (buf == d)                                                                             \
         return;                                                                               \
     if (nt & ST_STITCH) {                                                                     \
