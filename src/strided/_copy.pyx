@@ -486,7 +486,8 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     0.3 ms for 3-4 MiB) unless more than 4 of the 16 planes share an L1 set: planes of 64^2,
     128^2, 256^2, 512^2 bytes and 181^2 (7 short of 32 KiB) took 0.65-0.82 ms in place and
     0.48-0.51 through the tile (1 thread, 1.3-1.7x faster; 2 threads 1.1-1.5x); where the
-    planes spread (32^2, 45^2, 90^2, 100^2, 160^2, 180^2, 362^2) the tile was 0.4-0.6x.
+    planes spread (32^2, 45^2, 90^2, 100^2, 160^2, 180^2, 362^2) the tile was slower (medians
+    0.37-0.59x, single pairs 0.24-0.91x).
     """
     cdef int64_t row = P.C * P.unit
     if T.staged >= 0:
@@ -1647,6 +1648,24 @@ cdef size_t _address(object value, str name) except? 0:
     return <size_t>v
 
 
+cdef int _load_copy(object sizes, object dst_strides, object src_strides, object itemsize,
+                    int64_t* sz, int64_t* dst, int64_t* src, int64_t* isz,
+                    int64_t* count) except -1:
+    """A raw copy's problem, read and checked (copy_memory, _block_kind): the sizes and both
+    element strides into sz / dst / src, the item bytes, the element count; the byte spans of
+    both layouts fit int64. Returns the rank."""
+    cdef int nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
+    load_strides(src_strides, "src_strides", src, nd)
+    isz[0] = as_int64(itemsize, "itemsize")
+    if isz[0] < 1:
+        raise ValueError(f"itemsize must be >= 1 byte, got {isz[0]}")
+    if c_size(nd, sz, count):
+        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
+    check_byte_span(nd, sz, dst, isz[0], "dst_strides")
+    check_byte_span(nd, sz, src, isz[0], "src_strides")
+    return nd
+
+
 def _block_kind(sizes, dst_strides, src_strides, itemsize):
     """How the engine would run a copy of these element strides, for tests of the planner's
     rules: "copy", "transpose" (tiled in place), "staged" (through the staging tile) or
@@ -1657,16 +1676,11 @@ def _block_kind(sizes, dst_strides, src_strides, itemsize):
     cdef int64_t src[MAX_NDIM]
     cdef Plan plan
     cdef int64_t count, isz
-    cdef int nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
-    load_strides(src_strides, "src_strides", src, nd)
-    isz = as_int64(itemsize, "itemsize")
-    if isz < 1:
-        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
-    if c_size(nd, sz, &count) or count == 0:
-        raise ValueError(f"_block_kind() plans non-empty copies of int64 sizes, got "
+    cdef int nd = _load_copy(sizes, dst_strides, src_strides, itemsize, sz, dst, src, &isz,
+                             &count)
+    if count == 0:
+        raise ValueError(f"_block_kind() plans non-empty copies, got sizes "
                          f"{tuple_of(nd, sz)!r}")
-    check_byte_span(nd, sz, dst, isz, "dst_strides")
-    check_byte_span(nd, sz, src, isz, "src_strides")
     if _dst_overlaps(nd, sz, dst):
         return "overlapping"
     _plan_copy(&plan, nd, sz, dst, src, isz, &_TUNING)
@@ -1702,18 +1716,10 @@ def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, items
     cdef int64_t isz, count
     cdef int nd, nthreads
     cdef size_t dptr, sptr
-    nd = load_pair(sizes, dst_strides, sz, dst, "dst_strides")
-    load_strides(src_strides, "src_strides", src, nd)
-    isz = as_int64(itemsize, "itemsize")
-    if isz < 1:
-        raise ValueError(f"itemsize must be >= 1 byte, got {isz}")
+    nd = _load_copy(sizes, dst_strides, src_strides, itemsize, sz, dst, src, &isz, &count)
     nthreads = copy_threads(num_threads)
     dptr = _address(dst_address, "dst_address")
     sptr = _address(src_address, "src_address")
-    if c_size(nd, sz, &count):
-        raise OverflowError(f"the number of elements of sizes {tuple_of(nd, sz)!r} leaves int64")
-    check_byte_span(nd, sz, dst, isz, "dst_strides")
-    check_byte_span(nd, sz, src, isz, "src_strides")
     if count == 0:
         return
     if dptr == 0 or sptr == 0:

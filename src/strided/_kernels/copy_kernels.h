@@ -119,11 +119,13 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
             R -= done;
         }
         /* bytes: 32 x 32 tiles in place only. Paired against the SSE2 tiles (AMD EPYC Zen 3,
-         * 8 pairs a case, median speedup): 4 MiB 1 thread (rows, 768) column-major 1.16,
-         * NCHW -> NHWC C = 256 1.16, NHWC -> NCHW C = 64 1.13, C = 256 1.22; 16 MiB 1 and 2
-         * threads 1.08-1.28 on those, level on 2-D transposes. The staged and streamed
-         * blocks keep the SSE2 tiles: there the 32-row tile was behind (64 MiB NCHW -> NHWC
-         * C = 64 0.83-0.99, NCHW32 0.85-0.90; 4 MiB staged C = 64 0.81-1.04). */
+         * 8 pairs a case, median speedup, warm): 4 MiB 1 thread (rows, 768) column-major
+         * 1.16-1.32, NCHW -> NHWC C = 256 1.10-1.16, NHWC -> NCHW C = 64 1.10-1.13, C = 256
+         * 1.22-1.25; 16 MiB 1 and 2 threads 1.07-1.31 on the last three, column-major
+         * 0.94-1.11; 2-D transposes level. With an 8 MiB memcpy before each call: 0.91-1.37
+         * (the 2-D transpose 0.91-0.98). The staged and streamed blocks keep the SSE2 tiles:
+         * there the 32-row tile was behind (64 MiB NCHW -> NHWC C = 64 0.83-0.99, NCHW32
+         * 0.85-0.90; 4 MiB staged C = 64 0.81-1.04). */
         if (st_simd >= 2 && itemsize == 1 && ST_AVX2_TILES(R, C, 32)) {
             st_transpose_1_avx2(dst, dp, src, sq, R, C);
             return;
