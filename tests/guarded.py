@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import math
 import mmap
 import os
 import pickle
@@ -272,6 +273,13 @@ def _crowd_l1_sets(stride_bytes, rows):
     return max(sets.count(x) for x in sets)
 
 
+def _engine_nt_bytes():
+    """The engine's streaming threshold as this machine's caches set it (not as a test may
+    have tuned it)."""
+    from strided import _caches, _copy
+    return _caches.derived_tuning(_copy.CACHES)["nt_bytes"]
+
+
 def family(case):
     """The kernel family that runs the case's blocks (the planner's choice, mirrored)."""
     tune = dict(case.copy_tune)
@@ -296,7 +304,10 @@ def family(case):
             staged = tune.get("staged", -1)
             if staged == -1:
                 row = n * unit
-                staged = (row <= 16 or 64 < row <= 256) if unit >= 4 else row <= 128
+                in_cache = case.itemsize * math.prod(case.sizes) * 8 <= tune.get(
+                    "nt_bytes", _engine_nt_bytes())
+                staged = row <= 16 or (not in_cache and (
+                    64 < row <= 256 if unit >= 4 else row <= 128))
                 staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0) or (
                     unit == 1 and R == 16 and _crowd_l1_sets(dims[p][1], 16) > 4)
             return "copy/transpose-staged" if staged else "copy/transpose"

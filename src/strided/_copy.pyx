@@ -481,6 +481,17 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     (1.1-1.75x), nor 16-byte ones (unmeasured); not for rows 2 KiB apart (float64 NCHW -> NHWC
     with 16 x 16 planes and 256 channels: 0.55-0.6x). Intel unmeasured.
 
+    The row lengths above were measured at 64 MiB with the SSE2 tiles. A copy of at most an
+    eighth of the last-level cache (nt_bytes, the LLC: 4 MiB on a 32 MiB L3, both operands
+    a quarter of it) is tiled in place whatever its rows, bar rows of one vector: there the
+    AVX2 tiles in place were ahead. NCHW -> NHWC, 4 MiB, planes not a multiple of 4 KiB,
+    paired in one process, in place against staged (AMD EPYC Zen 3): float32 with 24-64
+    channels 1.13-1.40x (1 thread), 1.14-1.38x (2 threads), 96-128 channels 1.0-1.06x; float64
+    12-32 channels 1.05-1.32x; uint16 24-64 channels 1.06-1.20x; uint8 24 and 128 channels
+    1.26-1.46x, 32-96 channels 0.89-1.07x. At 8 MiB (half the L3 held by the operands) in
+    place still led on rows up to 128 B but fell behind on 192-256 B rows (float32 C = 48 and
+    64: 0.85-0.92x, 1 thread), so the rule stops at an eighth; Intel unmeasured.
+
     The same crowding on the destination side: 16 byte planes out of 16-byte pixels (NHWC ->
     NCHW with 16 channels) are written 16 bytes of each plane at a time, which is fast (0.2-
     0.3 ms for 3-4 MiB) unless more than 4 of the 16 planes share an L1 set: planes of 64^2,
@@ -496,8 +507,12 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
         return True   # source rows in one L1 set: the tile reads them through its buffer
     if P.unit == 1 and P.R == 16 and _crowd_l1_sets(P.dp, 16) > 4:
         return True   # 16 destination rows in one or two L1 sets: the tile writes them whole
+    if row <= 16:
+        return True   # rows of one vector, written whole and in order
+    if P.nbytes * 8 <= T.nt_bytes:
+        return False  # both operands well inside the last-level cache: in place
     if P.unit >= 4:
-        return row <= 16 or 64 < row <= 256
+        return 64 < row <= 256
     return row <= 128
 
 
