@@ -295,6 +295,55 @@ def test_transposes_with_ragged_edges_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_narrow_transposes_stay_inside():
+    """Planes into pixels of 5 to M - 1 items and back (transpose.h: st_narrow_into_1,
+    st_narrow_into_1_8, st_narrow_into_2, the AVX2 st_narrow_into_4_avx2, st_narrow_outof_1
+    and _2), whose tiles load and store whole vectors past a pixel's items where the next
+    pixels are the block's own (dense pixels) and exact moves elsewhere: pixel counts at and
+    around one, two and three tiles, pixels back to back and padded, planes back to back and
+    padded, each operand's last byte right before a guard page and the other's first right
+    after one, every SIMD level, 1 and 2 threads. The destination's pages must hold exactly
+    np.copyto's result; the source's must be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
+        rng = np.random.default_rng(12)
+        problems = 0
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for k, tile, narrow in ((1, 16, (5, 6, 7, 8, 9, 12, 15)), (2, 8, (5, 6, 7)),
+                                    (4, 8, (5, 6, 7))):
+                dtype = np.dtype(f"V{k}")
+                long = (tile - 1, tile, tile + 1, tile + 3, 2 * tile - 1, 2 * tile,
+                        3 * tile + 5)
+                shapes = [(n, m) for n in long for m in narrow]
+                shapes += [(m, n) for n in long for m in narrow]
+                for R, C in shapes:
+                    for spad, dpad in ((0, 0), (2, 0), (0, 1), (0, 3)):
+                        sp, dp = R + spad, C + dpad
+                        sused = ((C - 1) * sp + R) * k
+                        dused = ((R - 1) * dp + C) * k
+                        for at_end, sbase, dbase, before, expected in guarded.placements(
+                                src_area, dst_area, sused, dused, rng):
+                            src = src_area.view(sbase, (R, C), (1, sp), dtype)
+                            dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
+                            want = expected[dbase:dbase + dused].view(dtype)
+                            for r in range(R):
+                                want[r * dp:r * dp + C] = src[r]
+                            st.copyto(dst, src, num_threads=1 + (R + C) % 2)
+                            if not (np.array_equal(dst_area.bytes, expected)
+                                    and np.array_equal(src_area.bytes, before)):
+                                problems += 1
+                                print("wrong", level, k, R, C, spad, dpad, at_end)
+        print("problems", problems)
+    """, timeout=900)
+    assert out.strip().splitlines()[-1] == "problems 0", out
+
+
 def test_rgb_pixels_of_every_length_stay_inside():
     """Two, three or four planes of 1- or 2-byte items into dense pixels (interleave.h:
     st_rgb_avx2, 32 bytes of each plane a step in three 32-byte stores; st_rgb_ssse3, 16 bytes

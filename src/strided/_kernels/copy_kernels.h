@@ -111,7 +111,13 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
             src += done * itemsize;
             R -= done;
         }
+        if (st_narrow_transpose(itemsize, dst, dp, src, sq, R, C))
+            return;
 #if ST_HAVE_AVX2_DISPATCH
+        if (itemsize == 4 && 4 < C && C < 8 && R >= 8 && st_simd >= 2) {
+            st_narrow_into_4_avx2(dst, dp, src, sq, R, (int)C);
+            return;
+        }
         if (itemsize == 4 && dp == 3 && C == 3 && st_simd >= 2) {
             st_idx done = st_rgb_4_avx2(dst, src, sq, R, nt & ST_NT);
             dst += done * 12;

@@ -181,6 +181,171 @@ ST_DEFINE_TRANSPOSE(st_t4, 4, st_micro_4, st_transpose_4, )
 ST_DEFINE_TRANSPOSE(st_t8, 2, st_micro_8, st_transpose_8, )
 ST_DEFINE_TRANSPOSE(st_t16, 1, st_micro_16, st_transpose_16, )
 
+/* ---- narrow transposes: fewer than a tile's rows on one side ---------------------------- */
+/* Blocks with 5 to M - 1 items on one side (bytes: NCHW <-> NHWC with 5-15 channels; 2-byte
+ * items: 5-7) have no whole M x M tile, and went item by item (8-14x slower than 4 or 16
+ * channels). Here the K planes still make a tile, its other rows zero: M pixels at a time,
+ * one vector a pixel. A tile's vectors are loaded and stored whole where the bytes past the
+ * K items a vector carries are the next pixels' (dense pixels, not the block's last 16
+ * bytes): a whole store spills into pixels written after it, a whole load reads items of the
+ * layout; every other pixel goes through the exact moves below. */
+#if ST_HAVE_SSE2
+/* the first n < 16 bytes of v to o, exactly */
+ST_INLINE void st_store_part(char *o, __m128i v, int n)
+{
+    if (n & 8) {
+        _mm_storel_epi64((__m128i *)(void *)o, v);
+        v = _mm_srli_si128(v, 8);
+        o += 8;
+    }
+    if (n & 4) {
+        int32_t x = _mm_cvtsi128_si32(v);
+        memcpy(o, &x, 4);
+        v = _mm_srli_si128(v, 4);
+        o += 4;
+    }
+    if (n & 2) {
+        int16_t x = (int16_t)_mm_cvtsi128_si32(v);
+        memcpy(o, &x, 2);
+        v = _mm_srli_si128(v, 2);
+        o += 2;
+    }
+    if (n & 1) *o = (char)_mm_cvtsi128_si32(v);
+}
+
+/* n < 16 bytes from p, exactly, the rest of the vector zero */
+ST_INLINE __m128i st_load_part(const char *p, int n)
+{
+    char t[16] = {0};
+    memcpy(t, p, (size_t)n);
+    return ST_LOADU(t);
+}
+
+/* ROUNDS transposes a[] (M vectors) in place, b[] its scratch */
+#define ST_DEFINE_NARROW(M, U, ROUNDS, INTO, OUTOF)                                           \
+/* K < M planes (sq items apart) into R >= M pixels of K items (dp apart) */                 \
+static void INTO(char *d, st_idx dp, const char *s, st_idx sq, st_idx R, int K)              \
+{                                                                                             \
+    __m128i a[M], b[M];                                                                       \
+    const st_idx db = dp * (U), sb = sq * (U), whole = dp == K ? 16 : 0;                      \
+    st_idx r0, rt;                                                                            \
+    int i;                                                                                    \
+    for (r0 = 0; r0 < R; r0 += M) {                                                           \
+        rt = r0 + M <= R ? r0 : R - M;                                                        \
+        for (i = 0; i < M; i++)                                                               \
+            a[i] = i < K ? ST_LOADU(s + rt * (U) + i * sb) : _mm_setzero_si128();            \
+        ROUNDS;                                                                               \
+        if (whole && (R - rt - M + 1) * db >= whole) {  /* every store inside */              \
+            for (i = 0; i < M; i++) ST_STOREU(d + (rt + i) * db, a[i]);                       \
+            continue;                                                                         \
+        }                                                                                     \
+        for (i = 0; i < M; i++) {                                                             \
+            char *o = d + (rt + i) * db;                                                      \
+            if ((R - rt - i) * db >= whole && whole)                                          \
+                ST_STOREU(o, a[i]);                                                           \
+            else                                                                              \
+                st_store_part(o, a[i], K * (U));                                              \
+        }                                                                                     \
+    }                                                                                         \
+}                                                                                             \
+/* C >= M pixels of K < M items (sq apart) out to K planes (dp items apart) */               \
+static void OUTOF(char *d, st_idx dp, const char *s, st_idx sq, int K, st_idx C)             \
+{                                                                                             \
+    __m128i a[M], b[M];                                                                       \
+    const st_idx db = dp * (U), sb = sq * (U), whole = sq == K ? 16 : 0;                      \
+    st_idx c0, ct;                                                                            \
+    int i;                                                                                    \
+    for (c0 = 0; c0 < C; c0 += M) {                                                          \
+        ct = c0 + M <= C ? c0 : C - M;                                                        \
+        if (whole && (C - ct - M + 1) * sb >= whole)    /* every load inside */               \
+            for (i = 0; i < M; i++) a[i] = ST_LOADU(s + (ct + i) * sb);                       \
+        else                                                                                  \
+        for (i = 0; i < M; i++) {                                                             \
+            const char *p = s + (ct + i) * sb;                                                \
+            a[i] = (C - ct - i) * sb >= whole && whole ? ST_LOADU(p)                          \
+                                                       : st_load_part(p, K * (U));            \
+        }                                                                                     \
+        ROUNDS;                                                                               \
+        for (i = 0; i < K; i++) ST_STOREU(d + i * db + ct * (U), a[i]);                       \
+    }                                                                                         \
+}
+
+ST_DEFINE_NARROW(16, 1, ST_BYTE_ROUNDS(_mm_unpacklo_epi8, _mm_unpackhi_epi8),
+                 st_narrow_into_1, st_narrow_outof_1)
+ST_DEFINE_NARROW(8, 2,
+                 ST_ROUND(8, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+                 ST_ROUND(8, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+                 ST_ROUND(8, _mm_unpacklo_epi16, _mm_unpackhi_epi16),
+                 st_narrow_into_2, st_narrow_outof_2)
+
+/* Bytes into pixels of K <= 8: eight plane rows (the missing ones zero) need three unpack
+ * rounds, not four, and come out two pixels a vector (rows of 8 bytes: the round rotates the
+ * bit string plane(3) | pixel(4) by one, so three leave pixel(3) | pixel's low bit, plane).
+ * 24 shuffles for 16 pixels against the 16-row tile's 64. */
+static void st_narrow_into_1_8(char *d, st_idx dp, const char *s, st_idx sq, st_idx R, int K)
+{
+    __m128i a[8], b[8];
+    const int dense = dp == K;
+    st_idx r0, rt;
+    int i;
+    for (r0 = 0; r0 < R; r0 += 16) {
+        rt = r0 + 16 <= R ? r0 : R - 16;
+        for (i = 0; i < 8; i++)
+            a[i] = i < K ? ST_LOADU(s + rt + i * sq) : _mm_setzero_si128();
+        ST_ROUND(8, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+        ST_ROUND(8, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+        ST_ROUND(8, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+        if (dense && K == 8) {
+            for (i = 0; i < 8; i++) ST_STOREU(d + (rt + 2 * i) * 8, a[i]);
+            continue;
+        }
+        if (dense && (R - rt - 15) * K >= 8) {   /* every pixel's 8-byte store inside */
+            for (i = 0; i < 8; i++) {
+                _mm_storel_epi64((__m128i *)(void *)(d + (rt + 2 * i) * K), a[i]);
+                _mm_storeh_pd((double *)(void *)(d + (rt + 2 * i + 1) * K),
+                              _mm_castsi128_pd(a[i]));
+            }
+            continue;
+        }
+        for (i = 0; i < 16; i++) {
+            char *o = d + (rt + i) * dp;
+            const __m128i v = i & 1 ? _mm_unpackhi_epi64(a[i >> 1], a[i >> 1]) : a[i >> 1];
+            if (dense && (R - rt - i) * K >= 8)
+                _mm_storel_epi64((__m128i *)(void *)o, v);
+            else
+                st_store_part(o, v, K);
+        }
+    }
+}
+
+/* A block with 5 to M - 1 items on one side and a whole tile on the other, bytes or 2-byte
+ * items: run it here (1) or leave it to the tiles and item loops (0). */
+static int st_narrow_transpose(int itemsize, char *d, st_idx dp, const char *s, st_idx sq,
+                               st_idx R, st_idx C)
+{
+    const st_idx M = itemsize == 1 ? 16 : 8;
+    if (itemsize > 2)
+        return 0;
+    if (4 < C && C < M && R >= M) {
+        (itemsize == 2 ? st_narrow_into_2 : C <= 8 ? st_narrow_into_1_8 : st_narrow_into_1)(
+            d, dp, s, sq, R, (int)C);
+        return 1;
+    }
+    if (4 < R && R < M && C >= M) {
+        (itemsize == 1 ? st_narrow_outof_1 : st_narrow_outof_2)(d, dp, s, sq, (int)R, C);
+        return 1;
+    }
+    return 0;
+}
+#else
+static int st_narrow_transpose(int itemsize, char *d, st_idx dp, const char *s, st_idx sq,
+                               st_idx R, st_idx C)
+{
+    (void)itemsize; (void)d; (void)dp; (void)s; (void)sq; (void)R; (void)C;
+    return 0;
+}
+#endif
+
 /* ---- transposed blocks through a staging tile ------------------------------------------- */
 /* tile.h's loop with the same items on both sides (the conversion engine's instances of it
  * convert as they go: convert_tiles.h). */
@@ -278,6 +443,38 @@ void st_micro_1_avx2(const char *s, st_idx ss, char *d, st_idx ds)
     for (i = 0; i < 16; i++) {
         ST_STORE256(d + i * ds, _mm256_permute2x128_si256(top[i], a[i], 0x20));
         ST_STORE256(d + (16 + i) * ds, _mm256_permute2x128_si256(top[i], a[i], 0x31));
+    }
+}
+
+/* Floats into pixels of 4 < K < 8 (NCHW -> NHWC with 5-7 channels): the AVX2 8 x 8 tile with
+ * its missing plane rows zero, pixel vectors stored whole where the floats past the K spill
+ * into pixels written after them (dense pixels), else under a mask (exact). The SSE2 4 x 4
+ * tiles left a column of K - 4 floats to the item loop (K = 5 ran 2.5x slower than K = 4). */
+ST_AVX2 static void st_narrow_into_4_avx2(char *d, st_idx dp, const char *s, st_idx sq,
+                                          st_idx R, int K)
+{
+    const float *f = (const float *)(const void *)s;
+    float *o = (float *)(void *)d;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(K),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 r[8];
+    st_idx r0, rt;
+    int i;
+    for (r0 = 0; r0 < R; r0 += 8) {
+        rt = r0 + 8 <= R ? r0 : R - 8;
+        for (i = 0; i < 8; i++)
+            r[i] = i < K ? _mm256_loadu_ps(f + rt + i * sq) : _mm256_setzero_ps();
+        st_transpose8_ps(r);
+        if (dp == K && (R - rt - 7) * K >= 8) {   /* every pixel's whole store inside */
+            for (i = 0; i < 8; i++) _mm256_storeu_ps(o + (rt + i) * K, r[i]);
+            continue;
+        }
+        for (i = 0; i < 8; i++) {
+            if (dp == K && (R - rt - i) * K >= 8)
+                _mm256_storeu_ps(o + (rt + i) * K, r[i]);
+            else
+                _mm256_maskstore_ps(o + (rt + i) * dp, mask, r[i]);
+        }
     }
 }
 
