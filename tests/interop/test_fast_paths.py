@@ -231,6 +231,8 @@ def test_quick_torch_view_declines_what_needs_the_checked_paths_care():
     assert v.tolist() == [[6.0, 8.0, 10.0], [10.0, 12.0, 14.0]]
     v[0, 0] = -1.0
     assert base[1].item() == -1.0
+    v = _tensor.view_tensor(base, st.Layout((3,), (3,), itemsize=4))   # no offset: base's
+    assert v.storage_offset() == 5 and v.tolist() == [5.0, 8.0, 11.0]
     # a leaf requiring grad is viewed in the graph, as the checked path's as_strided is
     v = _tensor.view_tensor(leaf, L)
     assert v is not None and v.requires_grad

@@ -205,8 +205,8 @@ def view_tensor(base, layout):
     explains every refusal.
 
     Base's sizes and strides come through the exchange API; the only calls into torch are
-    ``requires_grad`` (``_base`` too when it is set), ``storage_offset()`` and the
-    ``as_strided`` that makes the view, the checked path's own call.
+    ``requires_grad`` (``_base`` too when it is set), ``storage_offset()`` (when the layout
+    has an offset) and the ``as_strided`` that makes the view, the checked path's own call.
     """
     cdef DLTensor d
     cdef int64_t itemsize, lo, hi
@@ -231,6 +231,10 @@ def view_tensor(base, layout):
             return None
     if base.requires_grad and base._base is not None:   # its root's graph: the checked path
         return None
+    if layout._offset == 0:
+        # base's own storage offset, which as_strided keeps when given none: no call for it,
+        # and no optional argument for torch's parser (1.30 us a call against 1.65 us)
+        return state[4](base, layout._sizes, layout._strides)
     return state[4](base, layout._sizes, layout._strides, base.storage_offset() + layout._offset)
 
 
