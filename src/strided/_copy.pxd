@@ -67,6 +67,7 @@ ctypedef struct Tuning:
     int64_t nibble_box_bytes
     int nibble_fused
     int fetch_next
+    int crowd_runs
 cdef Tuning tuning_now() noexcept
 # streams: whether a call writing this many bytes writes whole lines with streaming stores.
 cdef bint streams(const Tuning* T, int64_t written) noexcept nogil
@@ -109,6 +110,7 @@ ctypedef struct Plan:
     int align                 # 1: block columns start on the destination's 64-byte lines
     int stitch                # 1: lines straddling two blocks of a strip are finished whole
     int fetch                 # 1: a staged block fetches the next block's source (ST_FETCH*)
+    int runs                  # ST_RUNS: staged in cache, crowded rows read in runs of lines
     # the conversion's blocks (a copy's cached plans leave them out: keep them after the
     # copy's)
     int stype, dtype, mode    # the pair and how it converts (the kernels' st_cvt_op) ...

@@ -71,6 +71,7 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_LAST
         ST_FETCH
         ST_FETCH_DOWN
+        ST_RUNS
         ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
@@ -132,6 +133,7 @@ _TUNING.fetch_next = 1               # streamed transposes prefetch the next blo
 # C = 256 0.55-0.61x -> 0.60-0.73x, (rows, 768) column-major 0.63-0.75x -> 0.66-0.87x, the
 # others within the noise, in four runs; prefetching into L2 only (locality 1) measured the
 # same; Intel unmeasured)
+_TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
 
 
 # The knobs that follow the caches: the values above are what strided._caches's rules give on
@@ -157,7 +159,8 @@ def _knob(name, value):
     """A knob's new value, clamped to what the engine can run."""
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
-    if name in ("convert_planes", "convert_tiled", "nibble_fused", "fetch_next"):
+    if name in ("convert_planes", "convert_tiled", "nibble_fused", "fetch_next",
+                "crowd_runs"):
         return int(bool(value))
     if name == "chunks_per_thread":
         return max(0, int(value))
@@ -532,6 +535,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     P.align = 0
     P.stitch = 0
     P.fetch = 0
+    P.runs = 0
     # Streaming stores skip the read-for-ownership of every destination line: a third of a
     # large copy's memory traffic. They pay off on whole lines written back to back (copies,
     # fills, and transposes staged in a tile whose rows are whole lines), and cost 1.5-3x when
@@ -578,6 +582,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
         # a staging tile of at most ST_TILE_BUF bytes, square unless one side is short
         P.kind = ST_BLOCK_TBUF
+        P.runs = ST_RUNS if T.crowd_runs else 0
         tile = max(micro, <int64_t>sqrt(<double>room))
         tile -= tile % micro
         P.BC = min(P.C, tile)
@@ -660,7 +665,7 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
         else:
             c0 = lead + (bc - 1) * P.BC
             width = min(P.BC, P.C - c0)
-        flags = P.nt
+        flags = P.nt | P.runs
         if P.fetch:
             flags |= _next_block(P, br, bc)
         if P.stitch:

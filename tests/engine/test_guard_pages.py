@@ -295,6 +295,70 @@ def test_transposes_with_ragged_edges_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
+    """Source rows whose lines crowd one L1 set (4096 or 2048 bytes apart, or 32761: 7 short
+    of 32 KiB) go through a line buffer four lines a row (tile.h; rows of one vector written
+    in place take it too) and, for 32 byte planes into 32-byte pixels, in groups of 256 pixels
+    (interleave.h st_pixels32_w4, then 64-pixel groups for the rest): pixel counts around the
+    buffer's 4 lines and a line, one-vector and wider pixels, dense and padded, staged and as
+    the planner chooses, each operand's last byte right before a guard page and the other's
+    first right after one, every SIMD level, 1 and 2 threads. The destination's pages must hold
+    exactly np.copyto's result; the source's must be unchanged. With ``crowd_runs`` off, the
+    buffer holds one line a row (the streamed copies' and the conversions' way)."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(52), guarded.Arena(8)
+        rng = np.random.default_rng(13)
+        problems = copies = 0
+        for level, staged, runs in [(lv, s, r) for lv in range(_copy._simd() + 1)
+                                    for s in (-1, 1) for r in (0, 1)]:
+            _copy._simd(level)
+            _copy._tune(staged=staged, crowd_runs=runs)
+            for k in (1, 2, 4, 8):
+                dtype = np.dtype(f"V{k}")
+                line = 64 // k
+                pixels = sorted({line, 4 * line - 1, 4 * line, 4 * line + 1, 5 * line + 3,
+                                 256 + 1, 600} - {0})
+                widths = {1: (16, 17, 32, 48), 2: (8, 9, 16, 24), 4: (4, 5, 8, 12),
+                          8: (2, 3, 4, 6)}[k]
+                pitches = (4096 // k, 2048 // k) + ((32761,) if k == 1 else ())
+                for R in pixels:
+                    for C in widths:
+                        for sp in pitches:
+                            for dpad in (0, 1):
+                                if sp < R:
+                                    continue
+                                dp = C + dpad
+                                sused = ((C - 1) * sp + R) * k
+                                dused = ((R - 1) * dp + C) * k
+                                if sused > src_area.size or dused > dst_area.size:
+                                    continue
+                                for at_end, sbase, dbase, before, expected in guarded.placements(
+                                        src_area, dst_area, sused, dused, rng):
+                                    src = src_area.view(sbase, (R, C), (1, sp), dtype)
+                                    dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
+                                    want = expected[dbase:dbase + dused].view(dtype)
+                                    for r in range(R):
+                                        want[r * dp:r * dp + C] = src[r]
+                                    st.copyto(dst, src, num_threads=1 + (R + C) % 2)
+                                    copies += 1
+                                    if not (np.array_equal(dst_area.bytes, expected)
+                                            and np.array_equal(src_area.bytes, before)):
+                                        problems += 1
+                                        print("wrong", level, staged, runs, k, R, C, sp, dpad,
+                                              at_end)
+        print("copies", copies)
+        print("problems", problems)
+    """, timeout=900)
+    lines = out.strip().splitlines()
+    assert lines[-1] == "problems 0", out
+    assert int(lines[-2].split()[1]) > 1000, out
+
+
 def test_narrow_transposes_stay_inside():
     """Planes into pixels of 5 to M - 1 items and back (transpose.h: st_narrow_into_1,
     st_narrow_into_1_8, st_narrow_into_2, the AVX2 st_narrow_into_4_avx2, st_narrow_outof_1

@@ -53,8 +53,10 @@ enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below 
  * from a previous block (the strip, or this thread's share, starts here); ST_LAST: the strip
  * or the share ends here, so the carries are written out. ST_FETCH / ST_FETCH_DOWN (staged
  * transposes): the next block is the C source columns after this block's / the R rows below
- * it; fetch its source while this block's rows are written out. */
-enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8, ST_FETCH = 16, ST_FETCH_DOWN = 32 };
+ * it; fetch its source while this block's rows are written out. ST_RUNS (staged copies in
+ * cache): source rows that crowd an L1 set are read ST_LB_LINES lines a row (tile.h). */
+enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8, ST_FETCH = 16, ST_FETCH_DOWN = 32,
+       ST_RUNS = 64 };
 
 /* ---- what the CPU offers ------------------------------------------------------------------ */
 /* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target
@@ -84,5 +86,22 @@ static inline int st_set_simd(int level)
 }
 
 static inline int st_get_simd(void) { return st_simd; }
+/* The most of n lines `stride` bytes apart that share one of an L1's 64 sets of 64-byte
+ * lines (4 KiB a way, on every x86 core): 1 when they spread, n on a multiple of 4 KiB.
+ * More than 4 (of 8 ways) and the rows' lines evict each other, and the ones the hardware
+ * prefetched, before they are read (strided._copy._crowd_l1_sets is the planner's twin). */
+static inline int st_l1_crowd(st_idx stride, int n)
+{
+    unsigned char count[64] = {0};
+    int r, most = 0;
+    for (r = 0; r < n; r++) {
+        const int set = (int)(((r * stride) % 4096 + 4096) % 4096 / 64);
+        if (++count[set] > most)
+            most = count[set];
+    }
+    return most;
+}
+
+
 
 #endif /* STRIDED_KERNELS_COMMON_H */
