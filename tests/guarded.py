@@ -309,7 +309,8 @@ def family(case):
                 staged = row <= 16 or (not in_cache and (
                     64 < row <= 256 if unit >= 4 else row <= 128))
                 staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0) or (
-                    unit == 1 and R == 16 and _crowd_l1_sets(dims[p][1], 16) > 4)
+                    unit == 1 and ((R == 16 and _crowd_l1_sets(dims[p][1], 16) > 4)
+                                   or dims[p][1] % 4096 == 0))
             return "copy/transpose-staged" if staged else "copy/transpose"
         if s == 0:
             return "copy/fill-streamed" if tune.get("nt_bytes") == 0 else "copy/fill"

@@ -503,15 +503,18 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     128^2, 256^2, 512^2 bytes and 181^2 (7 short of 32 KiB) took 0.65-0.82 ms in place and
     0.48-0.51 through the tile (1 thread, 1.3-1.7x faster; 2 threads 1.1-1.5x); where the
     planes spread (32^2, 45^2, 90^2, 100^2, 160^2, 180^2, 362^2) the tile was slower (medians
-    0.37-0.59x, single pairs 0.24-0.91x).
+    0.37-0.59x, single pairs 0.24-0.91x). Byte rows of any count a multiple of 4 KiB apart
+    likewise (NHWC -> NCHW uint8 with 32-256 channels on 64^2 or 128^2 planes, (1024, 4096)
+    matrices; 4 MiB, paired, two processes: 1.19-1.38x on 1 and 2 threads); for 2-byte items
+    the same rows were 0.92-1.01x, for floats 1.04-1.11x, so they stay in place.
     """
     cdef int64_t row = P.C * P.unit
     if T.staged >= 0:
         return T.staged
     if P.unit != 2 and P.unit != 16 and (P.sq * P.unit) % _L1_WAY == 0:
         return True   # source rows in one L1 set: the tile reads them through its buffer
-    if P.unit == 1 and P.R == 16 and _crowd_l1_sets(P.dp, 16) > 4:
-        return True   # 16 destination rows in one or two L1 sets: the tile writes them whole
+    if P.unit == 1 and (P.R == 16 and _crowd_l1_sets(P.dp, 16) > 4 or P.dp % _L1_WAY == 0):
+        return True   # destination rows in a few L1 sets: the tile writes them whole
     if row <= 16:
         return True   # rows of one vector, written whole and in order
     if P.nbytes * 8 <= T.nt_bytes:

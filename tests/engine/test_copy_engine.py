@@ -506,7 +506,8 @@ def test_the_planner_stages_source_rows_4_kib_apart(k):
     cases = [((256, pitch), (pitch, 1), (1, pitch), "staged"),          # 2-D transpose
              ((3, 256, pitch), (256 * pitch, pitch, 1), (256 * pitch, 1, 2 * pitch),
               "staged"),                                               # padded source rows
-             ((256, pitch), (pitch, 1), (1, pitch + 1), "transpose"),    # off by one item
+             ((256, pitch), (pitch, 1), (1, pitch + 1),                  # off by one item
+              "staged" if k == 1 else "transpose"),     # (bytes: the destination's rows)
              ((256, 2048 // k), (2048 // k, 1), (1, 2048 // k), "transpose")]
     with tuned(**ENGINE_TUNING):
         for sizes, dst_strides, src_strides, kind in cases:
@@ -558,6 +559,22 @@ def test_the_planner_stages_16_byte_planes_that_crowd_l1_sets(hw, kind):
         assert _copy._block_kind(sizes, dst_strides, src_strides, 2) == "transpose"
         assert_copies_like_numpy(sizes, dst_strides, src_strides, 1, threads=(1, 2),
                                  what=f"{hw}^2 planes")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("pitch, kind", [(4096, "staged"), (8192, "staged"),
+                                         (4096 + 64, "transpose"), (2048, "transpose")])
+def test_the_planner_stages_byte_rows_4_kib_apart_in_the_destination(pitch, kind):
+    """NHWC -> NCHW of 64 byte channels onto planes ``pitch`` bytes apart: staged when the
+    planes are a multiple of 4 KiB apart (their lines in one L1 set), in place otherwise; the
+    same planes of 2-byte items stay in place. The bytes match numpy's either way."""
+    sizes = (64, pitch - 7)
+    dst_strides, src_strides = (pitch, 1), (1, 64)
+    with tuned(**ENGINE_TUNING):
+        assert _copy._block_kind(sizes, dst_strides, src_strides, 1) == kind
+        assert _copy._block_kind(sizes, dst_strides, src_strides, 2) == "transpose"
+        assert_copies_like_numpy(sizes, dst_strides, src_strides, 1, threads=(1, 2),
+                                 what=f"planes {pitch} B apart")
 
 
 def test_block_kind_names_its_arguments():
