@@ -302,8 +302,8 @@ static void st_narrow_into_1_8(char *d, st_idx dp, const char *s, st_idx sq, st_
         if (dense && (R - rt - 15) * K >= 8) {   /* every pixel's 8-byte store inside */
             for (i = 0; i < 8; i++) {
                 _mm_storel_epi64((__m128i *)(void *)(d + (rt + 2 * i) * K), a[i]);
-                _mm_storeh_pd((double *)(void *)(d + (rt + 2 * i + 1) * K),
-                              _mm_castsi128_pd(a[i]));
+                _mm_storel_epi64((__m128i *)(void *)(d + (rt + 2 * i + 1) * K),
+                                 _mm_unpackhi_epi64(a[i], a[i]));
             }
             continue;
         }
