@@ -118,6 +118,34 @@ def placements(src_area, dst_area, src_used, dst_used, rng):
         yield at_end, src_first, dst_first, src_area.bytes.copy(), dst_area.bytes.copy()
 
 
+def transpose_stays_inside(src_area, dst_area, R, C, sp, dp, dtype, rng, threads):
+    """The 2-D transpose ``dst[r, c] = src[r, c]`` (the destination's rows ``dp`` items apart,
+    the source's columns ``sp`` apart) in both :func:`placements`, by ``strided.copyto`` on
+    ``threads`` threads: ``(copies, wrong)``, the copies made and the ``at_end`` of each whose
+    destination pages differ from np.copyto's result or whose source pages changed; ``(0,
+    [])`` when the operands do not fit the arenas."""
+    import strided
+
+    k = np.dtype(dtype).itemsize
+    sused, dused = ((C - 1) * sp + R) * k, ((R - 1) * dp + C) * k
+    if sused > src_area.size or dused > dst_area.size:
+        return 0, []
+    copies, wrong = 0, []
+    for at_end, sbase, dbase, before, expected in placements(src_area, dst_area, sused, dused,
+                                                            rng):
+        src = src_area.view(sbase, (R, C), (1, sp), dtype)
+        dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
+        want = expected[dbase:dbase + dused].view(dtype)
+        for r in range(R):
+            want[r * dp:r * dp + C] = src[r]
+        strided.copyto(dst, src, num_threads=threads)
+        copies += 1
+        if not (np.array_equal(dst_area.bytes, expected)
+                and np.array_equal(src_area.bytes, before)):
+            wrong.append(at_end)
+    return copies, wrong
+
+
 _ARENAS: dict[tuple[str, int], Arena] = {}
 
 

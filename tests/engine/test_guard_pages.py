@@ -256,7 +256,6 @@ def test_transposes_with_ragged_edges_stay_inside():
     must hold exactly np.copyto's result; the source's must be unchanged."""
     out = run_isolated("""
         import numpy as np
-        import strided as st
         from strided import _copy
         import guarded
 
@@ -273,23 +272,12 @@ def test_transposes_with_ragged_edges_stay_inside():
                 for R in ext:
                     for C in ext:
                         for spad, dpad in ((0, 0), (3, 0), (0, 5)):
-                            sp, dp = R + spad, C + dpad
-                            sused = ((C - 1) * sp + R) * k
-                            dused = ((R - 1) * dp + C) * k
-                            if max(sused, dused) > src_area.size:
-                                continue
-                            for at_end, sbase, dbase, before, expected in guarded.placements(
-                                    src_area, dst_area, sused, dused, rng):
-                                src = src_area.view(sbase, (R, C), (1, sp), dtype)
-                                dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
-                                want = expected[dbase:dbase + dused].view(dtype)
-                                for r in range(R):
-                                    want[r * dp:r * dp + C] = src[r]
-                                st.copyto(dst, src, num_threads=1 + (R + C) % 2)
-                                if not (np.array_equal(dst_area.bytes, expected)
-                                        and np.array_equal(src_area.bytes, before)):
-                                    problems += 1
-                                    print("wrong", level, staged, k, R, C, spad, dpad, at_end)
+                            _, wrong = guarded.transpose_stays_inside(
+                                src_area, dst_area, R, C, R + spad, C + dpad, dtype, rng,
+                                1 + (R + C) % 2)
+                            for at_end in wrong:
+                                problems += 1
+                                print("wrong", level, staged, k, R, C, spad, dpad, at_end)
         print("problems", problems)
     """, timeout=900)
     assert out.strip().splitlines()[-1] == "problems 0", out
@@ -307,7 +295,6 @@ def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     buffer holds one line a row (the streamed copies' and the conversions' way)."""
     out = run_isolated("""
         import numpy as np
-        import strided as st
         from strided import _copy
         import guarded
 
@@ -332,25 +319,14 @@ def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
                             for dpad in (0, 1):
                                 if sp < R:
                                     continue
-                                dp = C + dpad
-                                sused = ((C - 1) * sp + R) * k
-                                dused = ((R - 1) * dp + C) * k
-                                if sused > src_area.size or dused > dst_area.size:
-                                    continue
-                                for at_end, sbase, dbase, before, expected in guarded.placements(
-                                        src_area, dst_area, sused, dused, rng):
-                                    src = src_area.view(sbase, (R, C), (1, sp), dtype)
-                                    dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
-                                    want = expected[dbase:dbase + dused].view(dtype)
-                                    for r in range(R):
-                                        want[r * dp:r * dp + C] = src[r]
-                                    st.copyto(dst, src, num_threads=1 + (R + C) % 2)
-                                    copies += 1
-                                    if not (np.array_equal(dst_area.bytes, expected)
-                                            and np.array_equal(src_area.bytes, before)):
-                                        problems += 1
-                                        print("wrong", level, staged, runs, k, R, C, sp, dpad,
-                                              at_end)
+                                done, wrong = guarded.transpose_stays_inside(
+                                    src_area, dst_area, R, C, sp, C + dpad, dtype, rng,
+                                    1 + (R + C) % 2)
+                                copies += done
+                                for at_end in wrong:
+                                    problems += 1
+                                    print("wrong", level, staged, runs, k, R, C, sp, dpad,
+                                          at_end)
         print("copies", copies)
         print("problems", problems)
     """, timeout=900)
@@ -370,13 +346,12 @@ def test_narrow_transposes_stay_inside():
     np.copyto's result; the source's must be unchanged."""
     out = run_isolated("""
         import numpy as np
-        import strided as st
         from strided import _copy
         import guarded
 
         src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
         rng = np.random.default_rng(12)
-        problems = 0
+        problems = copies = 0
         for level in range(_copy._simd() + 1):
             _copy._simd(level)
             for k, tile, narrow in ((1, 16, (5, 6, 7, 8, 9, 12, 15)), (2, 8, (5, 6, 7)),
@@ -388,24 +363,19 @@ def test_narrow_transposes_stay_inside():
                 shapes += [(m, n) for n in long for m in narrow]
                 for R, C in shapes:
                     for spad, dpad in ((0, 0), (2, 0), (0, 1), (0, 3)):
-                        sp, dp = R + spad, C + dpad
-                        sused = ((C - 1) * sp + R) * k
-                        dused = ((R - 1) * dp + C) * k
-                        for at_end, sbase, dbase, before, expected in guarded.placements(
-                                src_area, dst_area, sused, dused, rng):
-                            src = src_area.view(sbase, (R, C), (1, sp), dtype)
-                            dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
-                            want = expected[dbase:dbase + dused].view(dtype)
-                            for r in range(R):
-                                want[r * dp:r * dp + C] = src[r]
-                            st.copyto(dst, src, num_threads=1 + (R + C) % 2)
-                            if not (np.array_equal(dst_area.bytes, expected)
-                                    and np.array_equal(src_area.bytes, before)):
-                                problems += 1
-                                print("wrong", level, k, R, C, spad, dpad, at_end)
+                        done, wrong = guarded.transpose_stays_inside(
+                            src_area, dst_area, R, C, R + spad, C + dpad, dtype, rng,
+                            1 + (R + C) % 2)
+                        copies += done
+                        for at_end in wrong:
+                            problems += 1
+                            print("wrong", level, k, R, C, spad, dpad, at_end)
+        print("copies", copies)
         print("problems", problems)
     """, timeout=900)
-    assert out.strip().splitlines()[-1] == "problems 0", out
+    lines = out.strip().splitlines()
+    assert lines[-1] == "problems 0", out
+    assert int(lines[-2].split()[1]) > 1000, out
 
 
 def test_rgb_pixels_of_every_length_stay_inside():
