@@ -102,6 +102,4 @@ static inline int st_l1_crowd(st_idx stride, int n)
     return most;
 }
 
-
-
 #endif /* STRIDED_KERNELS_COMMON_H */

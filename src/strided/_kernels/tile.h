@@ -88,10 +88,11 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
      * before the next micro-tiles read the rest of them: copy lines of M rows to a dense     \
      * buffer, and transpose from there. Staged copies in cache (ST_RUNS) read ST_LB_LINES    \
      * lines a row, and rows of one vector written in place take the buffer too (16-byte      \
-     * pixels); paired against one line a row and the direct rows (AMD EPYC Zen 3, 4 MiB, 1   \
-     * and 2 threads): float32 and float64 1024^2-class transposes, NCHW -> NHWC of 32^2      \
-     * planes and NCHW32 1.03-1.12x, uint8 NCHW -> NHWC with 16 channels on 64^2, 128^2,      \
-     * 256^2 planes 1.51-1.58x (181^2: 1.12x). Streamed copies and the conversions read one   \
+     * pixels); paired against one line a row and the direct rows (crowd_runs 0 / 1; AMD      \
+     * EPYC Zen 3, 4 MiB, 1 and 2 threads): uint8 NCHW -> NHWC with 16 channels on 128^2      \
+     * planes 1.53-1.65x, on 181^2 1.23-1.24x; float32 NCHW32 1.14-1.18x, float64 C = 64 on   \
+     * 32^2 planes 1.14x, float32 C = 128 on 32^2 1.05-1.10x, (1024, 1024) float32            \
+     * 0.99-1.03x; spread planes 0.98-1.02x. Streamed copies and the conversions read one     \
      * line a row: four cost them 0.92-1.02x (64 MiB copies) and 0.8x (float32 -> float16     \
      * NCHW -> NHWC at 32 and 64 MiB). */                                                     \
     const int crowd_ = rf >= ST_LINE_OF(TS) &&                                                \
