@@ -14,6 +14,12 @@ images stored NHWC, order ``(0, 2, 3, 1)``), each measured three ways:
   into its result), so its row is the decode followed by that numpy copy
   (``np.ascontiguousarray``). strided's decode is the materialised chunk. **The target of
   issue 26 (>= 3x) is about this row**: the work of turning a stored chunk into the array.
+  Chunk after chunk, as a read decodes them: strided's codecs put results of 32 MiB and more
+  on blocks they reuse once the previous result is gone (``strided._buffers``), where numpy's
+  arrays of that size are fresh pages the kernel zeroes at first touch.
+- ``decode, fresh pages``: the same with strided's block reuse off (``reuse_limit(0)``): every
+  result in fresh pages, for both contenders (a process's first chunk; chunks under 32 MiB
+  are reused by glibc's heap for both anyway).
 - ``encode``: the codec's encode, materialised the same way (zarr's bytes codec ravels the
   view it gets: a numpy copy).
 - ``read arr[...]`` / ``write arr[...] = x``: the whole array through zarr from a MemoryStore
@@ -60,6 +66,7 @@ from zarr.dtype import parse_dtype
 
 import strided
 import strided.zarr as szarr
+from strided import _buffers
 
 Way = Callable[[], Any]
 
@@ -129,6 +136,12 @@ def transpose_rows(name: str, chunk: np.ndarray, order: tuple[int, ...], rounds:
             same(way(), expected)
     rows = row(name, "decode", decode_times := measure(decoded_by, rounds),
                "zarr-python (view + numpy copy)")
+    previous = _buffers.reuse_limit(0)
+    try:
+        rows += row(name, "decode, fresh pages", measure(decoded_by, rounds),
+                    "zarr-python (view + numpy copy)")
+    finally:
+        _buffers.reuse_limit(previous)
     rows += row(name, "encode", measure(encoded_by, rounds), "zarr-python (view + numpy copy)")
     rows += store_rows(name, chunk, theirs, rounds)
     speedup = decode_times["zarr-python (view + numpy copy)"] / decode_times["strided"]

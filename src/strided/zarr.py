@@ -61,6 +61,7 @@ except ImportError:  # pragma: no cover - exercised where zarr is absent
         name="zarr",
     ) from sys.exc_info()[1]
 
+from strided import _buffers
 from strided.copy import copyto
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import NDBuffer as AnyNDBuffer
 
-__all__ = ["CODECS", "AsType", "FixedScaleOffset", "NDBuffer", "TransposeCodec", "use"]
+__all__ = ["CODECS", "AsType", "FixedScaleOffset", "NDBuffer", "TransposeCodec", "reuse_limit",
+           "use"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ def _permuted(array: np.ndarray, axes: tuple[int, ...]) -> np.ndarray | None:
     source = _carrier_view(array)
     if source is None:
         return None
-    out = np.empty(tuple(array.shape[axis] for axis in axes), dtype=array.dtype)
+    out = _buffers.empty(tuple(array.shape[axis] for axis in axes), array.dtype)
     target = _carrier_view(out)
     assert target is not None  # a fresh C-contiguous array of a carriable dtype
     # A word axis, when the item size needed one, is the last of both and stays last.
@@ -442,7 +444,7 @@ class FixedScaleOffset(_ZarrFixedScaleOffset):
         assert table is not None
         if affine is None:
             return np.take(table, chunk.view(np.uint8))
-        out = np.empty(chunk.shape, np.float32)
+        out = _buffers.empty(chunk.shape, np.float32)
         copyto(out, chunk, scale=affine[0], shift=affine[1])
         return out
 
@@ -475,7 +477,7 @@ def _scale_offset(x: np.ndarray, dtype: np.dtype, astype: np.dtype, offset: Any,
     reference's roundings: the subtraction and the product each rounded in ``dtype``
     (``x + (-offset)`` is ``x - offset`` exactly), then rounded half to even and cast. None
     when some value is NaN or encodes out of ``astype``'s range (the reference's route then)."""
-    out = np.empty(x.shape, astype)
+    out = _buffers.empty(x.shape, astype)
     if not x.flags.c_contiguous:
         # Rare (zarr hands over a view of the caller's array): one slab, any strides.
         return out if _encode_slab(out, x, offset, scale, None) else None
@@ -530,7 +532,7 @@ def _strided_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
     if (not (_native(src) and _native(dtype)) or (src.kind == "c" and dtype.kind != "c")
             or (src.kind == "f" and dtype.kind in "iu" and not _casts_in_range(x, dtype))):
         return None
-    out = np.empty(x.shape, dtype)
+    out = _buffers.empty(x.shape, dtype)
     copyto(out, x, casting="unsafe")
     return out
 
@@ -666,3 +668,50 @@ def use(*names: str, ndbuffer: bool = True) -> AbstractContextManager[Any]:
     if ndbuffer:
         settings["ndbuffer"] = _qualname(NDBuffer)
     return zarr.config.set(settings)
+
+
+def reuse_limit(nbytes: int | None = None) -> int:
+    """The bytes of unused result blocks strided's codecs keep for reuse; with ``nbytes``, set
+    that bound and return the previous one.
+
+    A chunk's decoded (or encoded) array of 32 MiB or more lives on a block that strided's
+    codecs give out again once the array is gone, because glibc returns allocations that large
+    to the kernel, whose fresh pages it zeroes at the first touch: for a (3, 4096, 4096) uint8
+    chunk that zeroing cost more than the transpose (a decode of 7.9 ms in fresh pages, 3.3 ms
+    on a reused block). Smaller results are numpy's arrays, which glibc's heap reuses anyway.
+    Up to ``nbytes`` of blocks no array uses any more stay allocated (the oldest are freed
+    first); ``0`` keeps none, and frees those kept.
+
+    Parameters
+    ----------
+    nbytes : int, optional
+        The new bound (default 128 MiB: two 48 MiB chunks, as a read decoding chunk after
+        chunk, or two at once, needs). None: only return the current bound.
+
+    Returns
+    -------
+    int
+        The bound before the call.
+
+    Raises
+    ------
+    TypeError
+        ``nbytes`` is not an int.
+    ValueError
+        ``nbytes`` is negative.
+
+    Notes
+    -----
+    An array on a reused block does not own its memory (its ``base`` holds the block), so
+    ``resize`` in place refuses it, as for any view. A forked child starts with no block kept.
+
+    Examples
+    --------
+    >>> import strided.zarr
+    >>> previous = strided.zarr.reuse_limit(0)       # every result in fresh memory
+    >>> strided.zarr.reuse_limit(previous)
+    0
+    >>> strided.zarr.reuse_limit() == previous
+    True
+    """
+    return _buffers.reuse_limit(nbytes)

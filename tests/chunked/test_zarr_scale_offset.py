@@ -381,3 +381,25 @@ def test_astype_store_both_ways():
     with szarr.use("numcodecs.astype"):
         got = zarr.open_array(stores["zarr"], mode="r")[...]
     np.testing.assert_array_equal(got, data.astype(np.float16).astype(np.float64))
+
+
+@pytest.mark.thread_unsafe(reason="swaps strided._buffers' pool")
+def test_filter_results_on_reused_blocks_are_the_reference(monkeypatch):
+    """Encodings, affine decodings and casts whose results come from strided._buffers' pool
+    (its threshold lowered), chunk after chunk: the reference's bytes every time."""
+    from strided import _buffers
+
+    monkeypatch.setattr(_buffers, "POOLED_FROM", 256)
+    monkeypatch.setattr(_buffers, "_POOL", _buffers._Pool(1 << 20))
+    rng = np.random.default_rng(5)
+    scale_offset = pair(szarr.FixedScaleOffset, ZarrFixedScaleOffset, offset=0, scale=128,
+                        dtype="<f4", astype="|u1")
+    astype = pair(szarr.AsType, ZarrAsType, encode_dtype="<f2", decode_dtype="<f4")
+    for _ in range(3):
+        x = rng.random((17, 33), dtype=np.float32)
+        for ours, theirs in (scale_offset, astype):
+            stored = encode(theirs, x)
+            np.testing.assert_array_equal(bits(encode(ours, x)), bits(stored))
+            np.testing.assert_array_equal(bits(decode(ours, stored, "<f4")),
+                                          bits(decode(theirs, stored, "<f4")))
+    assert _buffers._POOL.free

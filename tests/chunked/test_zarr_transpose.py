@@ -552,3 +552,49 @@ def test_missing_zarr_names_the_extra():
     """, timeout=120)
     assert out.strip() == ("ModuleNotFoundError zarr | strided.zarr needs zarr >= 3.1.3 (and its "
                            "numcodecs): pip install strided[zarr]")
+
+
+# --------------------------------------------------------------------------------------------
+# results on reused blocks (strided._buffers; its threshold lowered so small chunks use it)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pooled(monkeypatch):
+    from strided import _buffers
+
+    monkeypatch.setattr(_buffers, "POOLED_FROM", 256)
+    monkeypatch.setattr(_buffers, "_POOL", _buffers._Pool(1 << 20))
+    return _buffers._POOL
+
+
+@config_changing
+@pytest.mark.parametrize("order", [(1, 2, 0), (2, 0, 1), (0, 2, 1)])
+def test_pooled_results_both_ways(pooled, order):
+    """Chunk after chunk decoded and encoded onto reused blocks: the same stores and values."""
+    check_both_ways(sample((9, 11, 5), np.float32, seed=7), (4, 6, 5), order, ndbuffer=False)
+    assert pooled.free                                 # the blocks were given back
+
+
+@config_changing
+def test_a_pooled_decode_leaves_a_live_result_alone(pooled):
+    codec = szarr.TransposeCodec(order=(1, 2, 0))
+    first_chunk, second_chunk = sample((3, 16, 16), np.uint8, 1), sample((3, 16, 16), np.uint8, 2)
+    spec = _spec((3, 16, 16), np.uint8)
+    nd = default_buffer_prototype().nd_buffer.from_numpy_array
+
+    def decoded(chunk):
+        stored = np.ascontiguousarray(chunk.transpose(1, 2, 0))
+        return codec._decode_sync(nd(stored), spec).as_ndarray_like()
+
+    first = decoded(first_chunk)
+    second = decoded(second_chunk)                      # first is alive: another block
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, first_chunk)
+    np.testing.assert_array_equal(second, second_chunk)
+    where = first.ctypes.data
+    del first
+    third = decoded(first_chunk)                        # first's block, reused
+    assert third.ctypes.data == where
+    np.testing.assert_array_equal(third, first_chunk)
+    np.testing.assert_array_equal(second, second_chunk)

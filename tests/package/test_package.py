@@ -72,10 +72,11 @@ def test_command_line_lives_in_its_subpackage():
     # _dtypes.py is the element-type table the engine, the adapters and the CLI read;
     # _normalize.py turns the image form (mean, std, max_value) into the affine step;
     # _zarr_io.py reads and writes zarr chunks as bytes for strided.dask (imported with zarr);
-    # _caches.py reads the machine's cache sizes, which the engine's tuning follows
+    # _caches.py reads the machine's cache sizes, which the engine's tuning follows;
+    # _buffers.py hands out the zarr codecs' large results on reused blocks
     assert {p.name for p in package.glob("_*.py")} == {"__init__.py", "__main__.py", "_typing.py",
                                                       "_dtypes.py", "_normalize.py",
-                                                      "_zarr_io.py", "_caches.py"}
+                                                      "_zarr_io.py", "_caches.py", "_buffers.py"}
     code = "import sys, strided; print(sorted(m for m in sys.modules if '_cli' in m))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
