@@ -34,6 +34,8 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -62,12 +64,22 @@ class _Pool:
 
     def __init__(self, limit: int) -> None:
         self.lock = threading.Lock()
+        self.holder: int | None = None   # the thread holding the lock
         self.free: list[np.ndarray] = []
         self.limit = limit
 
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self.lock:
+            self.holder = threading.get_ident()
+            try:
+                yield
+            finally:
+                self.holder = None
+
     def take(self, nbytes: int) -> np.ndarray | None:
         """The smallest unused block that holds ``nbytes`` and is not much larger, removed."""
-        with self.lock:
+        with self.held():
             fits = [i for i, block in enumerate(self.free)
                     if _FIT * (block.nbytes - _ALIGN) <= nbytes <= block.nbytes - _ALIGN]
             if not fits:
@@ -77,13 +89,18 @@ class _Pool:
 
     def give_back(self, block: np.ndarray) -> None:
         """Keep ``block`` for reuse, dropping the oldest blocks beyond the limit."""
-        with self.lock:
+        if self.holder == threading.get_ident():
+            # A garbage collection inside this thread's own take or trim ended a lease: the
+            # lock is ours already, so the block is simply freed (waiting would deadlock).
+            return
+        with self.held():
             if block.nbytes > self.limit:
                 return
             self.free.append(block)
-            self._trim()
+            self.trim()
 
-    def _trim(self) -> None:
+    def trim(self) -> None:
+        """Drop the oldest blocks beyond the limit (the caller holds the lock)."""
         held = sum(block.nbytes for block in self.free)
         while self.free and held > self.limit:
             held -= self.free.pop(0).nbytes
@@ -177,7 +194,7 @@ def reuse_limit(nbytes: int | None = None) -> int:
         raise TypeError(f"nbytes must be an int, got {nbytes!r}")
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-    with pool.lock:
+    with pool.held():
         pool.limit = nbytes
-        pool._trim()
+        pool.trim()
     return previous

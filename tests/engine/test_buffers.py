@@ -199,3 +199,22 @@ def test_a_forked_child_starts_with_an_empty_pool_of_the_same_limit() -> None:
         print("child", os.waitstatus_to_exitcode(status), len(_buffers._POOL.free))
     ''')
     assert out.split() == ["child", "0", "1"]
+
+
+def test_a_lease_ended_inside_the_pools_own_lock_is_freed_not_waited_for(small_pool) -> None:
+    """A garbage collection can end a lease while its thread is inside take or trim, holding
+    the pool's lock: the block is then freed instead of deadlocking on the lock."""
+    a = _buffers.empty((2 * MiB,), np.uint8)
+    done = threading.Event()
+
+    def end_lease_under_the_lock() -> None:
+        nonlocal a
+        with small_pool.held():
+            del a
+        done.set()
+
+    worker = threading.Thread(target=end_lease_under_the_lock, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert done.is_set(), "give_back waited for its own thread's lock"
+    assert small_pool.free == []
