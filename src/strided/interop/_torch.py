@@ -121,14 +121,30 @@ def _parameter(torch: Any, value: Any, ct: Any, like: Any, strides: Any) -> Any:
     return torch.as_strided(vector, like.shape, strides)
 
 
+#: The largest double below 2^63, so that a clamped value converts to int64 without overflow.
+_BELOW_2_63 = float(2**63 - 1024)
+
+
 def _saturated(torch: Any, t: Any, dtype: Any) -> Any:
     """Integral float64 values as ``dtype``: NaN as 0, the rest clamped to its range (the
-    bounds of 64-bit types are not doubles: values at 2^63 / 2^64 and beyond take the max)."""
+    bounds of 64-bit types are not doubles: values at 2^63 / 2^64 and beyond take the max).
+
+    Only operations every device has for every integer type: float64 and int64 arithmetic,
+    then one cast or a reinterpretation (CUDA's ``where`` has no uint16/32/64 kernels)."""
     info = torch.iinfo(dtype)
     t = torch.nan_to_num(t, nan=0.0, posinf=float(info.max), neginf=float(info.min))
-    too_big = t >= float(info.max)
-    out = t.clamp(float(info.min), float(info.max)).to(dtype)
-    return torch.where(too_big, torch.tensor(info.max, dtype=dtype, device=t.device), out)
+    if info.bits < 64:
+        # The bounds of 8- to 32-bit types are doubles: clamping saturates exactly.
+        return t.clamp(float(info.min), float(info.max)).to(dtype)
+    if dtype == torch.int64:
+        out = t.clamp(float(info.min), _BELOW_2_63).to(torch.int64)
+        return out.masked_fill(t >= 2.0**63, 2**63 - 1)
+    # uint64 through int64 bits: v >= 2^63 is v - 2^64 in two's complement (v - 2^63 less
+    # 2^63), and 2^64 and beyond is all ones (the maximum).
+    high = t >= 2.0**63
+    low = torch.where(high, t - 2.0**63, t).clamp(0.0, _BELOW_2_63).to(torch.int64)
+    bits = torch.where(high, low - 2**62 - 2**62, low)
+    return bits.masked_fill(t >= 2.0**64, -1).view(torch.uint64)
 
 
 def _copy_in_graph(dst: Any, src: Any) -> None:
