@@ -334,7 +334,9 @@ def family(case):
                 row = n * unit
                 in_cache = case.itemsize * math.prod(case.sizes) * 8 <= tune.get(
                     "nt_bytes", _engine_nt_bytes())
-                staged = row <= 16 or (not in_cache and (
+                long_rows = (case.itemsize * math.prod(case.sizes) >= 15 << 20
+                             and R * unit >= 4096 and row > 256)
+                staged = row <= 16 or long_rows or (not in_cache and (
                     64 < row <= 256 if unit >= 4 else row <= 128))
                 staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0) or (
                     unit == 1 and ((R == 16 and _crowd_l1_sets(dims[p][1], 16) > 4)

@@ -444,6 +444,9 @@ cdef bint _lines_agree(const Plan* P) noexcept nogil:
 # and 48 KiB, AMD's 32 KiB), so addresses a multiple of this apart share a set
 cdef enum:
     _L1_WAY = 4096
+    # Copies from this size on stage long rows both ways (see _staged: AMD and Intel measured
+    # at 16 MiB, less a row; at 12 MiB AMD was mixed, uint8 column-major 0.83x staged)
+    _LONG_ROWS_STAGED_FROM = 15 * 1024 * 1024
 
 
 cdef int _crowd_l1_sets(int64_t stride_bytes, int rows) noexcept nogil:
@@ -507,6 +510,24 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     likewise (NHWC -> NCHW uint8 with 32-256 channels on 64^2 or 128^2 planes, (1024, 4096)
     matrices; 4 MiB, paired, two processes: 1.19-1.38x on 1 and 2 threads); for 2-byte items
     the same rows were 0.92-1.01x, for floats 1.04-1.11x, so they stay in place.
+
+    Copies of 15 MiB and more whose source rows are 4 KiB or longer and destination rows
+    longer than 256 B (column-major to row-major, NCHW -> NHWC with 256 channels) are staged,
+    whatever the cache: the one rule here checked on both vendors (tune_copy.py, staged
+    against in place, memcpy time / strided time). AMD EPYC Zen 3 (32 MiB L3), 16 MiB:
+    float32 column-major 0.48 vs 0.34 and 0.62 vs 0.51 (two processes), 0.96 vs 0.80 on 2
+    threads; uint8 0.31 vs 0.27, 0.31 vs 0.26, 0.68 vs 0.62; NCHW -> NHWC C = 256 float32
+    0.59 vs 0.37, 0.66 vs 0.54, 1.07 vs 0.86, uint8 0.48 vs 0.33, 0.46 vs 0.31, 0.88 vs 0.78;
+    at 12 MiB mixed (uint8 column-major 0.40 vs 0.33), at 8 MiB in place led on all of them
+    (C = 256 float32 0.68-0.72 vs 0.53-0.58). Intel Xeon
+    (Emerald Rapids: 48 KiB L1d, 2 MiB L2, 300 MiB L3, so that copies under 37 MiB count as
+    in cache), 64 MiB, three runs: float32 column-major 0.41-0.43 vs 0.26-0.29 and uint8
+    0.26-0.28 vs 0.13-0.18 (1 thread), 0.73-0.82 vs 0.47-0.55 and 0.50-0.53 vs 0.26-0.29 (2
+    threads); C = 256 level (0.45-0.52 vs 0.44-0.48); at 16 MiB split between two runs
+    (float32 column-major 0.45 vs 0.37, then 0.46 vs 0.57; uint8 0.29 vs 0.14, then 0.29 vs
+    0.28); at 4 MiB in place led (0.59 vs 0.51, 0.51 vs 0.37), as on AMD. Short source rows
+    into long destination rows (NHWC -> NCHW) stay out of it: there in place led on AMD
+    (C = 256 float32 0.55 vs 0.41 at 16 MiB).
     """
     cdef int64_t row = P.C * P.unit
     if T.staged >= 0:
@@ -517,6 +538,8 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
         return True   # destination rows in a few L1 sets: the tile writes them whole
     if row <= 16:
         return True   # rows of one vector, written whole and in order
+    if P.nbytes >= _LONG_ROWS_STAGED_FROM and P.R * P.unit >= _L1_WAY and row > 256:
+        return True   # long rows both ways in a large copy (measured on AMD and Intel)
     if P.nbytes * 8 <= T.nt_bytes:
         return False  # both operands well inside the last-level cache: in place
     if P.unit >= 4:

@@ -543,6 +543,27 @@ def test_the_planner_tiles_in_place_what_fits_an_eighth_of_the_llc(k, channels):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 4])
+def test_the_planner_stages_long_rows_both_ways_from_15_mib(k):
+    """Column-major to row-major, destination rows of 768 items and source rows of thousands:
+    tiled in place under 15 MiB (in cache: nothing streams here), staged from 15 MiB on,
+    whatever the cache's size; pixels into planes (source rows of 256 items, short) stay in
+    place at any size. The bytes match numpy's either way."""
+    def column_major(rows):
+        return (rows, 768), (768, 1), (1, rows)
+
+    threshold = (15 << 20) // (768 * k)                 # rows of a 15 MiB copy
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=1 << 40):
+        for rows, kind in ((threshold - 1, "transpose"), (threshold, "staged")):
+            sizes, dst_strides, src_strides = column_major(rows)
+            assert _copy._block_kind(sizes, dst_strides, src_strides, k) == kind, (rows, k)
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                     what=f"column-major, {rows} rows, k={k}")
+        planes = (16 << 20) // (256 * k) + 7            # planes not 4 KiB apart
+        assert _copy._block_kind((256, planes), (planes, 1), (1, 256), k) == "transpose"
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("hw, kind", [(64, "staged"), (181, "staged"), (512, "staged"),
                                       (45, "transpose"), (100, "transpose"),
                                       (160, "transpose")])
