@@ -121,8 +121,10 @@ if hasattr(os, "register_at_fork"):
 
 
 class _Lease:
-    """The ``base`` of a pooled array: exposes ``length`` bytes of ``block`` from ``start`` to
-    numpy, and gives the block back to its pool when no array refers to it any more."""
+    """The ``base`` of a pooled array: exposes ``nbytes`` bytes of ``block`` from its first
+    64-byte boundary to numpy, and gives the block back to its pool when no array refers to it
+    any more (unless that pool was replaced since: a forked child's arrays from before the
+    fork, whose pool's lock another thread of the parent may have held, are simply freed)."""
 
     __slots__ = ("__array_interface__", "block", "pool")
 
@@ -136,7 +138,8 @@ class _Lease:
 
     def __del__(self) -> None:
         try:
-            self.pool.give_back(self.block)
+            if self.pool is _POOL:
+                self.pool.give_back(self.block)
         except Exception:  # interpreter shutdown: the block is simply freed
             pass
 

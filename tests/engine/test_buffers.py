@@ -218,3 +218,44 @@ def test_a_lease_ended_inside_the_pools_own_lock_is_freed_not_waited_for(small_p
     worker.join(timeout=30)
     assert done.is_set(), "give_back waited for its own thread's lock"
     assert small_pool.free == []
+
+
+def test_a_forked_child_frees_the_parents_arrays_even_with_the_old_pool_locked() -> None:
+    """A fork while another thread holds the pool's lock: the child's copy of that lock stays
+    held forever, so an array made before the fork, dying in the child, must not wait on it."""
+    out = run_isolated('''
+        import os, threading, time
+        import numpy as np
+        from strided import _buffers
+
+        a = _buffers.empty((40 << 20,), np.uint8)
+        holding, release = threading.Event(), threading.Event()
+
+        def hold():
+            with _buffers._POOL.held():
+                holding.set()
+                release.wait()
+
+        t = threading.Thread(target=hold)
+        t.start()
+        holding.wait()
+        pid = os.fork()
+        if pid == 0:
+            del a                       # its lease's pool is the parent's, locked here
+            b = _buffers.empty((40 << 20,), np.uint8)
+            del b
+            os._exit(0 if len(_buffers._POOL.free) == 1 else 1)
+        release.set()
+        t.join()
+        for _ in range(400):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                print("child", os.waitstatus_to_exitcode(status))
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            print("child hung")
+    ''')
+    assert out.split() == ["child", "0"]
