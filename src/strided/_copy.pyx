@@ -487,7 +487,9 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     (1 thread), 0.93-1.20x (2 threads); float64 0.95-1.6x (mostly 1.02-1.14x); bytes 4 KiB
     apart 0.87-1.54x. Not for 2-byte items, whose AVX2 tiles in place were ahead there
     (1.1-1.75x), nor 16-byte ones (unmeasured); not for rows 2 KiB apart (float64 NCHW -> NHWC
-    with 16 x 16 planes and 256 channels: 0.55-0.6x). Intel unmeasured.
+    with 16 x 16 planes and 256 channels: 0.55-0.6x). On an Intel Xeon (Emerald Rapids, 48
+    KiB 12-way L1d) the rule was ahead for 2-D transposes (4 MiB float32 0.43 vs 0.35) and
+    behind for NCHW -> NCHW32 floats (in place 1.1-1.5x at 4-64 MiB): kept, a vendor split.
 
     The row lengths above were measured at 64 MiB with the SSE2 tiles. A copy of at most an
     eighth of the last-level cache (nt_bytes, the LLC: 4 MiB on a 32 MiB L3, both operands
@@ -498,7 +500,9 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     12-32 channels 1.05-1.32x; uint16 24-64 channels 1.06-1.20x; uint8 24 and 128 channels
     1.26-1.46x, 32-96 channels 0.89-1.07x. At 8 MiB (half the L3 held by the operands) in
     place still led on rows up to 128 B but fell behind on 192-256 B rows (float32 C = 48 and
-    64: 0.85-0.92x, 1 thread), so the rule stops at an eighth; Intel unmeasured.
+    64: 0.85-0.92x, 1 thread), so the rule stops at an eighth. On the Xeon (300 MiB L3: copies
+    under 37 MiB count as in cache) 4 MiB copies went as on AMD; at 16 MiB the two ways were
+    level or split between runs, bar the long rows below.
 
     The same crowding on the destination side: 16 byte planes out of 16-byte pixels (NHWC ->
     NCHW with 16 channels) are written 16 bytes of each plane at a time, which is fast (0.2-
