@@ -332,10 +332,9 @@ def family(case):
             staged = tune.get("staged", -1)
             if staged == -1:
                 row = n * unit
-                in_cache = case.itemsize * math.prod(case.sizes) * 8 <= tune.get(
-                    "nt_bytes", _engine_nt_bytes())
-                long_rows = (case.itemsize * math.prod(case.sizes) >= 15 << 20
-                             and R * unit >= 4096 and row > 256)
+                copy_bytes = case.itemsize * math.prod(case.sizes)
+                in_cache = copy_bytes * 8 <= tune.get("nt_bytes", _engine_nt_bytes())
+                long_rows = copy_bytes >= 15 << 20 and R * unit >= 4096 and row > 256
                 staged = row <= 16 or long_rows or (not in_cache and (
                     64 < row <= 256 if unit >= 4 else row <= 128))
                 staged = staged or (unit not in (2, 16) and s * unit % 4096 == 0) or (

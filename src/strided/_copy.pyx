@@ -447,6 +447,7 @@ cdef enum:
     # Copies from this size on stage long rows both ways (see _staged: AMD and Intel measured
     # at 16 MiB, less a row; at 12 MiB AMD was mixed, uint8 column-major 0.83x staged)
     _LONG_ROWS_STAGED_FROM = 15 * 1024 * 1024
+    _LONG_SOURCE_ROW = 4096     # and source rows this long (bytes)
 
 
 cdef int _crowd_l1_sets(int64_t stride_bytes, int rows) noexcept nogil:
@@ -542,7 +543,7 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
         return True   # destination rows in a few L1 sets: the tile writes them whole
     if row <= 16:
         return True   # rows of one vector, written whole and in order
-    if P.nbytes >= _LONG_ROWS_STAGED_FROM and P.R * P.unit >= _L1_WAY and row > 256:
+    if P.nbytes >= _LONG_ROWS_STAGED_FROM and P.R * P.unit >= _LONG_SOURCE_ROW and row > 256:
         return True   # long rows both ways in a large copy (measured on AMD and Intel)
     if P.nbytes * 8 <= T.nt_bytes:
         return False  # both operands well inside the last-level cache: in place

@@ -139,11 +139,11 @@ def _saturated(torch: Any, t: Any, dtype: Any) -> Any:
     if dtype == torch.int64:
         out = t.clamp(float(info.min), _BELOW_2_63).to(torch.int64)
         return out.masked_fill(t >= 2.0**63, 2**63 - 1)
-    # uint64 through int64 bits: v >= 2^63 is v - 2^64 in two's complement (v - 2^63 less
-    # 2^63), and 2^64 and beyond is all ones (the maximum).
+    # uint64 through int64 bits: v >= 2^63 is v - 2^64 in two's complement, that is
+    # (v - 2^63) + int64's minimum, and 2^64 and beyond is all ones (the maximum).
     high = t >= 2.0**63
     low = torch.where(high, t - 2.0**63, t).clamp(0.0, _BELOW_2_63).to(torch.int64)
-    bits = torch.where(high, low - 2**62 - 2**62, low)
+    bits = torch.where(high, low + torch.iinfo(torch.int64).min, low)
     return bits.masked_fill(t >= 2.0**64, -1).view(torch.uint64)
 
 
