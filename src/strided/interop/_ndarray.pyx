@@ -371,11 +371,13 @@ def view_array(base, layout):
     if nd > MAX_NDIM or not _elements(base, nd, sizes, strides, &count) or count == 0:
         return None
     itemsize = st_itemsize(base)
-    if layout._bits != 8 * itemsize or layout._itemsize != itemsize or layout._size == 0:
+    # Layout's fields as C integers: comparing a Python int with a C one boxes the C one
+    if (<int64_t>layout._bits != 8 * itemsize or <int64_t>layout._itemsize != itemsize
+            or <int64_t>layout._size == 0):
         return None
     # base's span, from its first element: the memory a view may use
-    if (c_span(nd, sizes, strides, 0, &lo, &hi) != STATUS_OK or layout._lo < lo
-            or layout._hi > hi):
+    if (c_span(nd, sizes, strides, 0, &lo, &hi) != STATUS_OK or <int64_t>layout._lo < lo
+            or <int64_t>layout._hi > hi):
         return None
     lsizes, lstrides = layout._sizes, layout._strides
     lnd = len(lsizes)

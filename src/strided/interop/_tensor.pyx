@@ -209,33 +209,40 @@ def view_tensor(base, layout):
     has an offset) and the ``as_strided`` that makes the view, the checked path's own call.
     """
     cdef DLTensor d
-    cdef int64_t itemsize, lo, hi
+    cdef int64_t itemsize, lo, hi, offset
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
     cdef const DLPackExchangeAPI* api
+    cdef tuple lstrides
+    cdef Py_ssize_t i
     if type(layout) is not Layout:
         return None
     state = _torch_state(&api)
     if state is None or type(base) is not state[0] or not _read(api, base, &d):
         return None
     itemsize = _itemsize(&d)
-    if (itemsize == 0 or layout._bits != 8 * itemsize or layout._itemsize != itemsize
-            or layout._size == 0 or not _take_layout(&d, sizes, strides)):
+    # Layout's fields as C integers: a comparison of a Python int with a C one would box the
+    # C one, an allocation each (a fifth of this path's cost, next to torch's as_strided)
+    if (itemsize == 0 or <int64_t>layout._bits != 8 * itemsize
+            or <int64_t>layout._itemsize != itemsize or <int64_t>layout._size == 0
+            or not _take_layout(&d, sizes, strides)):
         return None
     # base's span, from its first element (empty: hi < lo): the memory a view may use
-    if (c_span(d.ndim, sizes, strides, 0, &lo, &hi) != STATUS_OK or layout._lo < lo
-            or layout._hi > hi):
+    if (c_span(d.ndim, sizes, strides, 0, &lo, &hi) != STATUS_OK
+            or <int64_t>layout._lo < lo or <int64_t>layout._hi > hi):
         return None
-    for stride in layout._strides:
-        if stride < 0:          # torch has none: the checked path flips (a copy) or refuses
+    lstrides = layout._strides
+    for i in range(len(lstrides)):
+        if <int64_t>lstrides[i] < 0:    # torch has none: the checked path flips or refuses
             return None
     if base.requires_grad and base._base is not None:   # its root's graph: the checked path
         return None
-    if layout._offset == 0:
+    offset = layout._offset
+    if offset == 0:
         # base's own storage offset, which as_strided keeps when given none: no call for it,
         # and no optional argument for torch's parser (1.30 us a call against 1.65 us)
-        return state[4](base, layout._sizes, layout._strides)
-    return state[4](base, layout._sizes, layout._strides, base.storage_offset() + layout._offset)
+        return state[4](base, layout._sizes, lstrides)
+    return state[4](base, layout._sizes, lstrides, base.storage_offset() + offset)
 
 
 def current_address(t, sizes, strides):
