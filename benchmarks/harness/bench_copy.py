@@ -36,6 +36,9 @@ and hptt)
 and ``strided / memcpy`` (above 1: strided is faster). A summary checks the targets of the copy
 engine (at 64 MiB on 2 threads; the image cases at their own shapes), among them the inverse
 direction's against the forward one, and a last line times a 16-element copy, in ns per call.
+A second summary checks the machine-limit targets on every row of the run (1.1x the best
+peer; transposes at 4 MiB against a memcpy, on one thread at 64 and 512 MiB against a memcpy,
+at 512 MiB against strided's own streamed copy of the same bytes).
 
 Examples
 --------
@@ -92,6 +95,7 @@ __all__ = [
     "Result",
     "SmallCopy",
     "format_table",
+    "limit_summary",
     "main",
     "report",
     "run",
@@ -126,6 +130,19 @@ TARGET_INVERSE_VS_FORWARD = 0.8
 #: strided / memcpy, transposing cases (1-byte items: the next figure).
 TARGET_TRANSPOSE_VS_MEMCPY = 0.8
 TARGET_TRANSPOSE_VS_MEMCPY_1BYTE = 0.5
+#: The machine-limit targets, checked on every size and thread count of a run: strided /
+#: best peer on every case, ...
+LIMIT_VS_PEER = 1.1
+#: ... strided / memcpy for the transposing cases at the cache-resident size ...
+LIMIT_CACHED_MIB = 4.0
+LIMIT_CACHED_VS_MEMCPY = 0.7
+#: ... and on one thread at the streamed sizes ...
+LIMIT_STREAMED_MIB = (64.0, 512.0)
+LIMIT_ONE_THREAD_VS_MEMCPY = 0.8
+#: ... and strided's speed at the largest size against S, its own streamed copy of the same
+#: bytes (the padded->packed row of the same dtype, size and threads).
+LIMIT_LARGE_MIB = 512.0
+LIMIT_LARGE_VS_S = 0.8
 #: Above this mean share of the CPU used by other processes, the report warns.
 NOISY_SHARE = 0.10
 #: Elements of the small copy.
@@ -932,6 +949,58 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
     return "\n".join(lines)
 
 
+def _speed_vs_s(results: Sequence[Result]) -> dict[int, float]:
+    """strided's speed on each transposing row at LIMIT_LARGE_MIB against S, strided's own
+    padded->packed copy of the same dtype and size in the run (rows without one are left out)."""
+    copies = {(r.dtype, r.size): r for r in results if r.case.name == "padded->packed"}
+    speed = {}
+    for r in results:
+        s = copies.get((r.dtype, r.size))
+        if r.size == LIMIT_LARGE_MIB and r.case.transposing and s is not None:
+            ours, theirs = r.gbps("strided"), s.gbps("strided")
+            if ours is not None and theirs:
+                speed[id(r)] = ours / theirs
+    return speed
+
+
+def limit_summary(results: Sequence[Result]) -> str:
+    """The machine-limit targets, each marked met or MISSED, over every row of the run (each
+    run has one thread count; run 1 and 2 threads for the whole set): every case >= 1.1x its
+    best peer; transposing cases at 4 MiB >= 0.7x a memcpy of the same bytes; on one thread,
+    transposing cases at 64 and 512 MiB >= 0.8x memcpy; at 512 MiB >= 0.8x S, the speed of
+    strided's own streamed copy of the same bytes (padded->packed). A target without rows in
+    the run is left out.
+    """
+    if not results:
+        return "limit targets: none in this run"
+    threads = results[0].threads
+    sizes = "/".join(f"{v:g}" for v in sorted({r.size for r in results}))
+    lines = [f"limit targets, {threads} threads, {sizes} MiB (every size of the run):"]
+    misses = [r for r in results if not r.vs_peer >= LIMIT_VS_PEER]
+    lines.append(f"  every case >= {LIMIT_VS_PEER:.1f}x best peer: "
+                 + _verdict(misses, len(results), lambda r: r.vs_peer))
+    transposing = [r for r in results if r.case.transposing]
+    groups = [(f"transposing cases at {LIMIT_CACHED_MIB:g} MiB", LIMIT_CACHED_VS_MEMCPY,
+               [r for r in transposing if r.size == LIMIT_CACHED_MIB and not r.case.fixed])]
+    if threads == 1:
+        groups.append((f"transposing cases at {'/'.join(f'{v:g}' for v in LIMIT_STREAMED_MIB)} "
+                       f"MiB, 1 thread", LIMIT_ONE_THREAD_VS_MEMCPY,
+                       [r for r in transposing if r.size in LIMIT_STREAMED_MIB]))
+    for label, want, group in groups:
+        if group:
+            misses = [r for r in group if not r.vs_memcpy >= want]
+            lines.append(f"  {label} >= {want:.1f}x memcpy: "
+                         + _verdict(misses, len(group), lambda r: r.vs_memcpy))
+    speed = _speed_vs_s(results)
+    large = [r for r in transposing if id(r) in speed]
+    if large:
+        misses = [r for r in large if not speed[id(r)] >= LIMIT_LARGE_VS_S]
+        lines.append(f"  transposing cases at {LIMIT_LARGE_MIB:g} MiB >= {LIMIT_LARGE_VS_S:.1f}x "
+                     f"S (strided's padded->packed): "
+                     + _verdict(misses, len(large), lambda r: speed[id(r)]))
+    return "\n".join(lines)
+
+
 def _small_line(small: SmallCopy) -> str:
     parts = [f"strided.copyto {small.ns['strided']:,.0f} ns",
              f"np.copyto {small.ns['numpy']:,.0f} ns"]
@@ -979,6 +1048,7 @@ def report(results: Sequence[Result], small: SmallCopy | None, *, repeat: int,
     if small is not None:
         parts.append(_small_line(small))
     parts.append(target_summary(results, small))
+    parts.append(limit_summary(results))
     if markdown:
         head = "\n".join(f"- {f}" for f in facts)
     else:
@@ -1014,7 +1084,9 @@ def to_record(results: Sequence[Result], small: SmallCopy | None, *, settings: d
     return new_record(
         "copy", "strided.copyto against np.copyto, torch copy_, OpenCV and memcpy: relayouts",
         contenders=contenders, rows=rows, settings=settings, versions=versions,
-        command=command, note=note, summary=target_summary(results, small).splitlines())
+        command=command, note=note,
+        summary=[*target_summary(results, small).splitlines(),
+                 *limit_summary(results).splitlines()])
 
 
 # --------------------------------------------------------------------------------------------

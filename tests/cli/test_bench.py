@@ -501,6 +501,42 @@ def test_copy_target_summary_holds_the_inverse_direction_to_its_targets() -> Non
     assert "every case >= 1.0x best peer: 7 of 7 - met" in text
 
 
+def _limit_result(name: str, dtype: str, size: float, strided_s: float, numpy_s: float,
+                  memcpy_s: float, threads: int) -> bench_copy.Result:
+    times = {"strided": [strided_s], "numpy": [numpy_s], "memcpy": [memcpy_s]}
+    return bench_copy.Result(bench_copy.CASES_BY_NAME[name], dtype, size, 64 * 2**20, (1,),
+                             threads, times)
+
+
+def test_copy_limit_summary_checks_every_size_and_the_thread_count() -> None:
+    """1.1x the best peer on every row; transposes at 4 MiB >= 0.7x memcpy (not the images);
+    on one thread at 64/512 MiB >= 0.8x memcpy; at 512 MiB >= 0.8x strided's padded->packed."""
+    one = [
+        _limit_result("transpose2d", "float32", 4.0, 1.0, 2.0, 0.6, 1),   # 0.6x memcpy
+        _limit_result("transpose2d", "uint8", 4.0, 1.0, 1.05, 0.8, 1),    # 1.05x peer
+        _limit_result("HWC->CHW/224x224x3", "uint8", 4.0, 1.0, 2.0, 0.1, 1),  # an image
+        _limit_result("transpose2d", "float32", 64.0, 1.0, 3.0, 0.9, 1),
+        _limit_result("NCHW->NHWC/C64", "float32", 512.0, 1.0, 3.0, 0.7, 1),  # 0.7x memcpy
+        _limit_result("padded->packed", "float32", 512.0, 0.5, 1.0, 0.5, 1),  # S: 2x C64's
+    ]
+    assert bench_copy.limit_summary(one).splitlines() == [
+        "limit targets, 1 threads, 4/64/512 MiB (every size of the run):",
+        "  every case >= 1.1x best peer: 5 of 6 - MISSED by transpose2d uint8 (1.05x)",
+        "  transposing cases at 4 MiB >= 0.7x memcpy: 1 of 2 - MISSED by transpose2d float32 "
+        "(0.60x)",
+        "  transposing cases at 64/512 MiB, 1 thread >= 0.8x memcpy: 1 of 2 - MISSED by "
+        "NCHW->NHWC/C64 float32 (0.70x)",
+        "  transposing cases at 512 MiB >= 0.8x S (strided's padded->packed): 0 of 1 - MISSED "
+        "by NCHW->NHWC/C64 float32 (0.50x)",
+    ]
+    two = [_limit_result("transpose2d", "float32", 64.0, 1.0, 3.0, 0.1, 2)]
+    assert bench_copy.limit_summary(two).splitlines() == [
+        "limit targets, 2 threads, 64 MiB (every size of the run):",
+        "  every case >= 1.1x best peer: 1 of 1 - met",
+    ]
+    assert bench_copy.limit_summary([]) == "limit targets: none in this run"
+
+
 def test_copy_main_rejects_bad_options() -> None:
     for argv in (["--sizes", "0"], ["--sizes", "a"], ["--cases", "nope"], ["--threads", "0"],
                  ["--repeat", "0"], ["--dtypes", "complex64"], ["--dtypes", "nope"]):
@@ -603,6 +639,21 @@ def test_convert_quick_configs_are_tiny_and_full_ones_are_the_issues() -> None:
         for lazy in case.configs(quick=True):
             config = lazy.build(libs)
             assert config is not None and config.nbytes < 2**20, (case.name, lazy.label)
+
+
+def test_convert_targets_are_the_limits_on_both_thread_counts() -> None:
+    """Half precision >= 0.8x memcpy on 1 and 2 threads; dequantizing (from NCHW4/32) >= 0.7x
+    its contiguous cast floor, quantizing held to its peers only."""
+    libs = bench_convert.libraries(with_torch=False, with_cv2=False)
+    targets = {(case.name, lazy.label): lazy.build(libs).targets
+               for case in bench_convert.CASES if case.name in ("half", "quantize")
+               for lazy in case.configs(quick=True)}
+    memcpy = bench_convert.Target("memcpy", 0.8, (1, 2))
+    assert targets[("half", "float16")] == (memcpy,)
+    for label in ("<-NCHW4", "<-NCHW32"):
+        assert bench_convert.Target("floor", 0.7, (1, 2)) in targets[("quantize", label)]
+    for label in ("->NCHW4", "->NCHW32"):
+        assert [t.metric for t in targets[("quantize", label)]] == ["peer"]
 
 
 def test_convert_references_follow_the_formulas() -> None:
