@@ -1,6 +1,7 @@
 """Type stubs for the compiled copy engine ``strided._copy`` (element strides throughout)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from strided._caches import CacheSizes
 
@@ -12,6 +13,12 @@ def max_threads() -> int: ...
 def in_forked_child() -> bool: ...
 def resolve_threads(num_threads: int | None = None) -> int: ...
 def threads_argument(num_threads: int | None) -> int | None: ...
+
+_F = TypeVar("_F", bound=Callable[..., None])
+
+def copyto_entry(
+    fast_copy: Callable[..., bool], rest: Callable[..., None]
+) -> Callable[[_F], _F]: ...
 def copy_memory(
     dst_address: int,
     src_address: int,

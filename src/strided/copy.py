@@ -64,6 +64,24 @@ _LayoutArg = str | Sequence[int] | Layout
 # --------------------------------------------------------------------------------------------
 
 
+def _copyto_rest(dst: Any, src: Any, casting: Any, scale: Any, shift: Any, axis: Any,
+                 num_threads: Any, image: ImageForm | None) -> None:
+    """copyto past its plain fast copy (tried already, or declined: ``image``), for dtypes of
+    whole bytes: the arguments read into plain values, the conversion's fast path, then the
+    checked path."""
+    conversion = Conversion(casting, scale, shift, axis, image)
+    plain = casting is _SAME_KIND and (num_threads is None or type(num_threads) is int)
+    num_threads = _copy.threads_argument(num_threads)
+    if (not plain and not conversion.affine and conversion.axis is None
+            and _fast_copy(dst, src, num_threads)):
+        return
+    if image is None and _fast_convert(dst, src, conversion.casting, conversion.scale,
+                                       conversion.shift, conversion.axis, num_threads):
+        return
+    _copyto_checked(dst, src, num_threads, conversion)
+
+
+@_copy.copyto_entry(_fast_copy, _copyto_rest)
 def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
            shift: Any = None, axis: int | None = None, num_threads: int | None = None,
            dst_dtype: Any = None, src_dtype: Any = None, mean: Any = None, std: Any = None,
@@ -206,31 +224,21 @@ def copyto(dst: Any, src: Any, *, casting: str = "same_kind", scale: Any = None,
     # numpy arrays they convert; anything else (and every refusal) is the checked path's.
     # Every argument but the two arrays is read before either: reading them may run the
     # caller's code (__index__, __float__, __len__, __eq__), which could resize or free an array
-    # whose address had already been taken. Plain arguments run none (the common call, first).
-    # Plain arguments run none: the fast path declines any others before reading them.
+    # whose address had already been taken. Plain arguments run none: the fast path declines
+    # any others before reading them. (Calls come through _copy.copyto_entry, which takes the
+    # plain ones without running this body; this is the whole copy for every other call.)
     image = None
     if mean is not None or std is not None or max_value is not None or rounding != "fused":
         image = ImageForm(mean, std, max_value, rounding)
     if dst_dtype is None and src_dtype is None:
         if image is None and _fast_copy(dst, src, num_threads, casting, scale, shift, axis):
             return
-    else:
-        dst_sub = None if dst_dtype is None else _dtypes.sub_byte(dst_dtype, "dst_dtype")
-        src_sub = None if src_dtype is None else _dtypes.sub_byte(src_dtype, "src_dtype")
-        conversion = Conversion(casting, scale, shift, axis, image)
-        _copyto_4bit(dst, src, dst_sub, src_sub, conversion,
-                     _copy.threads_argument(num_threads))
+        _copyto_rest(dst, src, casting, scale, shift, axis, num_threads, image)
         return
+    dst_sub = None if dst_dtype is None else _dtypes.sub_byte(dst_dtype, "dst_dtype")
+    src_sub = None if src_dtype is None else _dtypes.sub_byte(src_dtype, "src_dtype")
     conversion = Conversion(casting, scale, shift, axis, image)
-    plain = casting is _SAME_KIND and (num_threads is None or type(num_threads) is int)
-    num_threads = _copy.threads_argument(num_threads)
-    if (not plain and not conversion.affine and conversion.axis is None
-            and _fast_copy(dst, src, num_threads)):
-        return
-    if image is None and _fast_convert(dst, src, conversion.casting, conversion.scale,
-                                       conversion.shift, conversion.axis, num_threads):
-        return
-    _copyto_checked(dst, src, num_threads, conversion)
+    _copyto_4bit(dst, src, dst_sub, src_sub, conversion, _copy.threads_argument(num_threads))
 
 
 class Conversion:
