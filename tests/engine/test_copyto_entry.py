@@ -10,6 +10,7 @@ parameters, the same results on every route, the same errors.
 from __future__ import annotations
 
 import inspect
+import pickle
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ def test_the_entry_has_the_documented_signature_and_docstring() -> None:
     assert (st.copyto.__name__, st.copyto.__qualname__, st.copyto.__module__) == (
         "copyto", "copyto", "strided.copy")
     assert copy_module.copyto is st.copyto
+    assert pickle.loads(pickle.dumps(st.copyto)) is st.copyto   # by reference (dask tasks)
 
 
 def _pair(dtype: str = "float32") -> tuple[np.ndarray, np.ndarray]:
