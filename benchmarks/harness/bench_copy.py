@@ -950,13 +950,15 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
 
 
 def _speed_vs_s(results: Sequence[Result]) -> dict[int, float]:
-    """strided's speed on each transposing row at LIMIT_LARGE_MIB against S, strided's own
-    padded->packed copy of the same dtype and size in the run (rows without one are left out)."""
+    """strided's speed on each transposing row at LIMIT_LARGE_MIB (not the images, which keep
+    their own sizes) against S, strided's own padded->packed copy of the same dtype and size in
+    the run (rows without one are left out)."""
     copies = {(r.dtype, r.size): r for r in results if r.case.name == "padded->packed"}
     speed = {}
     for r in results:
         s = copies.get((r.dtype, r.size))
-        if r.size == LIMIT_LARGE_MIB and r.case.transposing and s is not None:
+        if (r.size == LIMIT_LARGE_MIB and r.case.transposing and not r.case.fixed
+                and s is not None):
             ours, theirs = r.gbps("strided"), s.gbps("strided")
             if ours is not None and theirs:
                 speed[id(r)] = ours / theirs

@@ -519,10 +519,11 @@ def test_copy_limit_summary_checks_every_size_and_the_thread_count() -> None:
         _limit_result("CHW->HWC/224x224x3", "uint8", 64.0, 1.0, 2.0, 0.1, 1),  # its own size
         _limit_result("NCHW->NHWC/C64", "float32", 512.0, 1.0, 3.0, 0.7, 1),  # 0.7x memcpy
         _limit_result("padded->packed", "float32", 512.0, 0.5, 1.0, 0.5, 1),  # S: 2x C64's
+        _limit_result("HWC->CHW/1080x1920x3", "float32", 512.0, 1.0, 2.0, 1.0, 1),  # own size
     ]
     assert bench_copy.limit_summary(one).splitlines() == [
         "limit targets, 1 threads, 4/64/512 MiB (every size of the run):",
-        "  every case >= 1.1x best peer: 6 of 7 - MISSED by transpose2d uint8 (1.05x)",
+        "  every case >= 1.1x best peer: 7 of 8 - MISSED by transpose2d uint8 (1.05x)",
         "  transposing cases at 4 MiB >= 0.7x memcpy: 1 of 2 - MISSED by transpose2d float32 "
         "(0.60x)",
         "  transposing cases at 64/512 MiB, 1 thread >= 0.8x memcpy: 1 of 2 - MISSED by "
