@@ -867,8 +867,11 @@ def _geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def _verdict(misses: Sequence[Result], total: int, value: Callable[[Result], float]) -> str:
-    head = f"{total - len(misses)} of {total}"
+def _verdict(rows: Sequence[Result], want: float, value: Callable[[Result], float]) -> str:
+    """How many of ``rows`` have ``value(row) >= want`` (NaN misses), and the misses, worst
+    first."""
+    misses = [r for r in rows if not value(r) >= want]
+    head = f"{len(rows) - len(misses)} of {len(rows)}"
     if not misses:
         return head + " - met"
     worst = ", ".join(f"{r.case.name} {r.dtype} ({value(r):.2f}x)"
@@ -902,9 +905,8 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
         extra = f"; {'; '.join(notes)}" if notes else ""
         lines.append(f"copy targets at {at:g} MiB, {threads} threads, peers "
                      f"{' and '.join(peers)}{extra}:")
-        misses = [r for r in rows if not r.vs_peer >= TARGET_VS_PEER]
         lines.append(f"  every case >= {TARGET_VS_PEER:.1f}x best peer: "
-                     + _verdict(misses, len(rows), lambda r: r.vs_peer))
+                     + _verdict(rows, TARGET_VS_PEER, lambda r: r.vs_peer))
         transposing = [r for r in rows if r.case.transposing]
         if transposing:
             g = _geomean([r.vs_peer for r in transposing])
@@ -918,16 +920,14 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
                  [r for r in transposing if np.dtype(r.dtype).itemsize == 1]),
             ):
                 if group:
-                    misses = [r for r in group if not r.vs_memcpy >= want]
                     lines.append(f"  {label} transposing cases >= {want:.1f}x memcpy: "
-                                 + _verdict(misses, len(group), lambda r: r.vs_memcpy))
+                                 + _verdict(group, want, lambda r: r.vs_memcpy))
         else:
             lines.append("  transposing cases: none in this run")
         inverse = [r for r in rows if r.case.inverse_of]
         if inverse:
-            misses = [r for r in inverse if not r.vs_peer >= TARGET_INVERSE_VS_PEER]
             lines.append(f"  inverse cases >= {TARGET_INVERSE_VS_PEER:.0f}x best peer: "
-                         + _verdict(misses, len(inverse), lambda r: r.vs_peer))
+                         + _verdict(inverse, TARGET_INVERSE_VS_PEER, lambda r: r.vs_peer))
             forward: dict[tuple[str | None, str, float], Result] = {
                 (r.case.name, r.dtype, r.size): r for r in results}
             speed: dict[int, float] = {}
@@ -938,10 +938,10 @@ def target_summary(results: Sequence[Result], small: SmallCopy | None = None) ->
                         r.median("strided") or math.nan)
             paired = [r for r in inverse if id(r) in speed]
             if paired:
-                misses = [r for r in paired if not speed[id(r)] >= TARGET_INVERSE_VS_FORWARD]
                 lines.append(f"  inverse cases >= {TARGET_INVERSE_VS_FORWARD:.1f}x the forward "
                              f"case's speed: "
-                             + _verdict(misses, len(paired), lambda r: speed[id(r)]))
+                             + _verdict(paired, TARGET_INVERSE_VS_FORWARD,
+                                        lambda r: speed[id(r)]))
     if small is not None:
         lines.append(f"  {SMALL_COPY_ELEMENTS}-element float32 copy <= np.copyto: "
                      f"{small.ns['strided']:,.0f} ns vs {small.ns['numpy']:,.0f} ns "
@@ -978,9 +978,8 @@ def limit_summary(results: Sequence[Result]) -> str:
     threads = results[0].threads
     sizes = "/".join(f"{v:g}" for v in sorted({r.size for r in results}))
     lines = [f"limit targets, {threads} threads, {sizes} MiB (every size of the run):"]
-    misses = [r for r in results if not r.vs_peer >= LIMIT_VS_PEER]
     lines.append(f"  every case >= {LIMIT_VS_PEER:.1f}x best peer: "
-                 + _verdict(misses, len(results), lambda r: r.vs_peer))
+                 + _verdict(results, LIMIT_VS_PEER, lambda r: r.vs_peer))
     transposing = [r for r in results if r.case.transposing]
     groups = [(f"transposing cases at {LIMIT_CACHED_MIB:g} MiB", LIMIT_CACHED_VS_MEMCPY,
                [r for r in transposing if r.size == LIMIT_CACHED_MIB and not r.case.fixed])]
@@ -991,16 +990,14 @@ def limit_summary(results: Sequence[Result]) -> str:
                         if r.size in LIMIT_STREAMED_MIB and not r.case.fixed]))
     for label, want, group in groups:
         if group:
-            misses = [r for r in group if not r.vs_memcpy >= want]
             lines.append(f"  {label} >= {want:.1f}x memcpy: "
-                         + _verdict(misses, len(group), lambda r: r.vs_memcpy))
+                         + _verdict(group, want, lambda r: r.vs_memcpy))
     speed = _speed_vs_s(results)
     large = [r for r in transposing if id(r) in speed]
     if large:
-        misses = [r for r in large if not speed[id(r)] >= LIMIT_LARGE_VS_S]
         lines.append(f"  transposing cases at {LIMIT_LARGE_MIB:g} MiB >= {LIMIT_LARGE_VS_S:.1f}x "
                      f"S (strided's padded->packed): "
-                     + _verdict(misses, len(large), lambda r: speed[id(r)]))
+                     + _verdict(large, LIMIT_LARGE_VS_S, lambda r: speed[id(r)]))
     return "\n".join(lines)
 
 
