@@ -222,7 +222,7 @@ def view_tensor(base, layout):
         return None
     itemsize = _itemsize(&d)
     # Layout's fields as C integers: a comparison of a Python int with a C one would box the
-    # C one, an allocation each (a fifth of this path's cost, next to torch's as_strided)
+    # C one, an allocation each
     if (itemsize == 0 or <int64_t>layout._bits != 8 * itemsize
             or <int64_t>layout._itemsize != itemsize or <int64_t>layout._size == 0
             or not _take_layout(&d, sizes, strides)):
