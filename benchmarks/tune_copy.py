@@ -13,9 +13,10 @@ sets, given as a JSON list::
 
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
-``tile_row_bytes`` the in-place tile row; ``nt_bytes`` the streaming-store threshold (-1:
-never); ``nt_run_bytes`` a streamed transpose's destination run per tile row (rows of up
-to two runs, one for bytes, are staged whole) and ``nt_stitch_bytes`` the same for rows that
+``tile_row_bytes`` the in-place tile row, ``tile_area_bytes`` the most of each operand that
+tile grows to in large copies; ``nt_bytes`` the streaming-store threshold (-1: never);
+``nt_run_bytes`` a streamed transpose's destination run per tile row (rows of up to two
+runs, one for bytes, are staged whole) and ``nt_stitch_bytes`` the same for rows that
 do not share a line alignment (halved for bytes); ``chunks_per_thread`` the chunks a team's
 blocks are claimed in, per thread (0: one fixed share each); ``fetch_next`` (0 or 1) whether
 a streamed transpose's block fetches the next block's source while it writes its own out.

@@ -444,7 +444,8 @@ SRC_KINDS = (*DST_KINDS, "B")
 
 COPY_TUNES = {
     "default": (),
-    "tiny": (("tile_row_bytes", 16), ("block_bytes", 64), ("stage_bytes", 256)),
+    "tiny": (("tile_row_bytes", 16), ("tile_area_bytes", 16), ("block_bytes", 64),
+             ("stage_bytes", 256)),
     "staged": (("staged", 1),),
     "in-place": (("staged", 0),),
     "streamed": (("nt_bytes", 0),),

@@ -108,7 +108,9 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       than the cache holds streams (measured on the 32 MiB L3: streaming wins from 32 MiB;
       glibc's memcpy streams from 3/4 of the same cache, an L3 per core complex on AMD Zen).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
-      buffer's size), ``convert_tile_bytes`` and ``nibble_box_bytes`` = L2 / 4, 32-512 KiB
+      buffer's size), ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an
+      in-place transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no
+      better), ``convert_tile_bytes`` and ``nibble_box_bytes`` = L2 / 4, 32-512 KiB
       (a conversion's tile and a 4-bit box, each beside the other operands in L2: measured on
       a 512 KiB L2, a 256 KiB box took 1.7x the time of a 128 KiB one), and
       ``convert_tiled_bytes`` and ``shift_buffer_bytes`` = L2 / 2, 64 KiB - 1 MiB (the
@@ -121,6 +123,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     return {
         "nt_bytes": _clamp(llc, 4 * MiB, 256 * MiB),
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
+        "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),
         "nibble_box_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),
         "convert_tiled_bytes": _clamp(l2 // 2, 64 * KiB, 1 * MiB),

@@ -48,6 +48,7 @@ ctypedef struct Tuning:
     int64_t chunks_per_thread
     int64_t nt_bytes
     int64_t tile_row_bytes
+    int64_t tile_area_bytes
     int staged
     int64_t stage_bytes
     int64_t stage_big_from

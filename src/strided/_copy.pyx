@@ -107,7 +107,8 @@ _TUNING.thread_bytes = 256 * 1024    # each extra thread needs this much work
 _TUNING.nogil_bytes = 16 * 1024      # less work keeps the GIL (and one thread)
 _TUNING.chunks_per_thread = 8        # a team's blocks are claimed in this many runs a thread
 _TUNING.nt_bytes = 32 * 1024 * 1024  # calls writing this much stream (the L3: see below)
-_TUNING.tile_row_bytes = 256         # a copy's transpose tile's row, in each layout
+_TUNING.tile_row_bytes = 256         # a copy's in-place transpose tile's row, at least ...
+_TUNING.tile_area_bytes = 65536      # ... and up to this much of each operand (L2 / 8)
 _TUNING.staged = -1                  # copy transposes via the staging tile: -1 by _staged()
 _TUNING.stage_bytes = 131072         # the copy's staging tile (L2 / 4, <= ST_TILE_BUF) ...
 _TUNING.stage_big_from = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
@@ -143,6 +144,7 @@ CACHES = _caches.detect()
 _derived = _caches.derived_tuning(CACHES)
 _TUNING.nt_bytes = _derived["nt_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
+_TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
 _TUNING.nibble_box_bytes = _derived["nibble_box_bytes"]
 _TUNING.convert_tiled_bytes = _derived["convert_tiled_bytes"]
@@ -166,6 +168,8 @@ def _knob(name, value):
         return max(0, int(value))
     if name == "nt_bytes":
         return int(value)
+    if name == "tile_area_bytes":   # (its square root sizes the tile: any value plans)
+        return min(max(16, int(value)), 1 << 40)
     # runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
     # rows of two runs, still fits the staging buffer
     if name == "nt_run_bytes":
@@ -552,6 +556,33 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     return row <= 128
 
 
+cdef int64_t _tile_side(const Plan* P, const Tuning* T, int64_t micro) noexcept nogil:
+    """Items a side of a square tile transposed in place: rows of tile_row_bytes, or, when a
+    copy is large enough to leave 64 such tiles (two threads balance on that many), a tile
+    of up to tile_area_bytes (L2 / 8) of each operand, whichever is larger; a multiple of the
+    micro-tile.
+
+    The 256-byte row alone gave a 64 KiB tile to bytes but 16 KiB to floats and 8 KiB to
+    doubles. Paired (tune_copy.py, memcpy time / strided time, AMD EPYC Zen 3, 512 KiB L2,
+    1 and 2 threads), 64 KiB tiles for every item size against the row alone: float64 NHWC
+    -> NCHW 0.57-0.74 -> 0.64-0.86 (4 MiB, 1 thread), 1.00-1.32 -> 1.30-1.46 (16 MiB, 2
+    threads), column-major 0.44-0.49 -> 0.52-0.59; float32 column-major 0.43-0.44 -> 0.47-
+    0.51 (4 MiB), NHWC -> NCHW with 256 channels 0.51-0.58 -> 0.62-0.66 (8 and 16 MiB, 1
+    thread); the rest within the noise (+-10%: two identical uint8 configurations differ
+    that much). 128 and 256 KiB tiles gave no more, and lost on bytes (2-D uint8, 4 MiB, 1
+    thread: 0.62 at 64 KiB, 0.53 at both). Without the 64-tile floor, 1 MiB copies on 2
+    threads lost (float32 2-D 0.57 -> 0.42, float64 0.73 -> 0.52): too few tiles for two
+    threads. Intel unmeasured (no machine lent): there L2 / 8 is 256 KiB (2 MiB L2), the
+    same share of it.
+    """
+    cdef int64_t tile = max(micro, T.tile_row_bytes // P.unit)
+    cdef int64_t area = min(T.tile_area_bytes, P.nbytes // 64)
+    if area <= tile * tile * P.unit:
+        return tile
+    tile = <int64_t>sqrt(<double>(area // P.unit))
+    return max(micro, tile - tile % micro)
+
+
 cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     """Block extents: cache tiles for transposes, about block_bytes of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
@@ -596,7 +627,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
             P.BR = min(P.R, max(micro, room // P.BC), <int64_t>ST_STITCH_ROWS)
             P.stitch = 1
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P, T):
-        tile = max(micro, T.tile_row_bytes // P.unit)
+        tile = _tile_side(P, T, micro)
         P.BR = min(P.R, tile)
         P.BC = min(P.C, tile)
         # A side of at most a quarter tile (NCHW <-> NHWC with 16 float channels, 4 or 8
@@ -1771,6 +1802,13 @@ def _block_kind(sizes, dst_strides, src_strides, itemsize):
     rules: "copy", "transpose" (tiled in place), "staged" (through the staging tile) or
     "overlapping" (a destination that overlaps itself). Plans with the knobs as they are and
     leaves the plan cache alone."""
+    return _block_plan(sizes, dst_strides, src_strides, itemsize)[0]
+
+
+def _block_plan(sizes, dst_strides, src_strides, itemsize):
+    """``(kind, rows, columns)``: :func:`_block_kind` and the extents of the plan's blocks
+    (destination rows a block spans, items of each), for tests of the planner's tiles;
+    ``("overlapping", 0, 0)`` for a destination that overlaps itself."""
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
@@ -1782,10 +1820,11 @@ def _block_kind(sizes, dst_strides, src_strides, itemsize):
         raise ValueError(f"_block_kind() plans non-empty copies, got sizes "
                          f"{tuple_of(nd, sz)!r}")
     if _dst_overlaps(nd, sz, dst):
-        return "overlapping"
+        return "overlapping", 0, 0
     _plan_copy(&plan, nd, sz, dst, src, isz, &_TUNING)
-    return {ST_BLOCK_COPY: "copy", ST_BLOCK_TRANSPOSE: "transpose",
+    kind = {ST_BLOCK_COPY: "copy", ST_BLOCK_TRANSPOSE: "transpose",
             ST_BLOCK_TBUF: "staged"}[plan.kind]
+    return kind, plan.BR, plan.BC
 
 
 def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, itemsize,

@@ -36,7 +36,8 @@ def test_detect_skips_what_it_cannot_read(tmp_path):
 
 def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
     assert derived_tuning(FALLBACK) == {
-        "nt_bytes": 32 * MiB, "stage_bytes": 128 * KiB, "convert_tile_bytes": 128 * KiB,
+        "nt_bytes": 32 * MiB, "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
+        "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
         "shift_buffer_bytes": 256 * KiB}
     # nothing reported: the constants themselves
@@ -47,12 +48,14 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
 @pytest.mark.parametrize("l2, l3, want", [
     # a 2 MiB L2, 105 MiB L3 (a server core): tiles grow to their bounds, streaming later
     (2 * MiB, 105 * MiB, {"nt_bytes": 105 * MiB, "stage_bytes": 128 * KiB,
-                          "convert_tile_bytes": 512 * KiB, "convert_tiled_bytes": 1 * MiB}),
+                          "tile_area_bytes": 256 * KiB, "convert_tile_bytes": 512 * KiB,
+                          "convert_tiled_bytes": 1 * MiB}),
     # a 256 KiB L2, 8 MiB L3 (an older desktop): smaller tiles, earlier streaming
     (256 * KiB, 8 * MiB, {"nt_bytes": 8 * MiB, "stage_bytes": 64 * KiB,
+                          "tile_area_bytes": 32 * KiB,
                           "convert_tile_bytes": 64 * KiB, "convert_tiled_bytes": 128 * KiB}),
     # tiny caches and no L3: the bounds, the L2 as the last level
-    (64 * KiB, None, {"nt_bytes": 4 * MiB, "stage_bytes": 32 * KiB,
+    (64 * KiB, None, {"nt_bytes": 4 * MiB, "stage_bytes": 32 * KiB, "tile_area_bytes": 16 * KiB,
                       "convert_tile_bytes": 32 * KiB, "convert_tiled_bytes": 64 * KiB}),
     # an enormous L3: streaming from 256 MiB at the latest
     (1 * MiB, 1024 * MiB, {"nt_bytes": 256 * MiB, "stage_bytes": 128 * KiB}),

@@ -355,7 +355,8 @@ def tuned(**kwargs):
         _copy._tune(**old)
 
 
-TINY = {"tile_row_bytes": 16, "block_bytes": 16, "thread_bytes": 1, "nt_bytes": 0}
+TINY = {"tile_row_bytes": 16, "tile_area_bytes": 16, "block_bytes": 16, "thread_bytes": 1,
+        "nt_bytes": 0}
 
 #: the engine's own tuning, as this module found it at import: the tests of the planner's
 #: choices run with it, whatever an earlier test left set (tuned() restores what it found, and
@@ -540,6 +541,33 @@ def test_the_planner_tiles_in_place_what_fits_an_eighth_of_the_llc(k, channels):
                                      what=f"staged, {channels} channels k={k}")
         one_vector = (pixels, 16 // k)
         assert _copy._block_kind(one_vector, (16 // k, 1), (1, pixels), k) == "staged"
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k, small, mib1, large", [(1, 256, 256, 256), (2, 128, 128, 176),
+                                                   (4, 64, 64, 128), (8, 32, 44, 90)])
+def test_in_place_tiles_grow_to_the_tile_area_when_a_copy_leaves_64_of_them(k, small, mib1,
+                                                                            large):
+    """An in-place transpose tile has rows of tile_row_bytes (256: 256 bytes, 64 floats, 32
+    doubles a side), and grows to tile_area_bytes of each operand (64 KiB: 181 -> 176 uint16
+    items, 128 floats, 90 doubles a side, a multiple of the micro-tile) where the copy still
+    leaves 64 tiles of that size: a 1 MiB copy has a 16 KiB area (the row's tile but for
+    doubles: 44^2 of them), a 4 MiB one the whole 64 KiB. The grown tiles, ragged edges and
+    all, copy like numpy."""
+    def transpose(nbytes):      # rows 5 items longer than the side: nothing aliases in L1
+        side = int((nbytes // k) ** 0.5)
+        return (side, side + 3), (side + 3, 1), (1, side + 5)
+
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=1 << 40, tile_area_bytes=65536):
+        assert _copy._block_plan(*transpose(1 << 20), k) == ("transpose", mib1, mib1)
+        sizes, dst_strides, src_strides = transpose(4 << 20)
+        assert _copy._block_plan(sizes, dst_strides, src_strides, k) == \
+            ("transpose", large, large)
+        assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                 what=f"{large}^2 tiles, k={k}")
+        with tuned(tile_area_bytes=16):          # the rows alone
+            assert _copy._block_plan(sizes, dst_strides, src_strides, k) == \
+                ("transpose", small, small)
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.thread_unsafe(reason="changes the engine's process-wide
 
 KNOBS = {
     "block_bytes", "thread_bytes", "nogil_bytes", "chunks_per_thread", "nt_bytes",
-    "tile_row_bytes", "staged", "stage_bytes", "stage_big_from", "nt_run_bytes",
+    "tile_row_bytes", "tile_area_bytes", "staged", "stage_bytes", "stage_big_from", "nt_run_bytes",
     "nt_stitch_bytes", "shift_buffer_bytes", "convert_tile_bytes", "convert_tiled_bytes",
     "convert_tile_columns", "convert_period_items", "convert_planes", "convert_tiled",
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
@@ -31,7 +31,7 @@ KNOBS = {
 #: kilobytes of work, streaming stores, the chunked conversion route
 EXTREME = {
     "block_bytes": 64, "thread_bytes": 1024, "nogil_bytes": 1, "chunks_per_thread": 1,
-    "nt_bytes": 0, "tile_row_bytes": 16, "staged": 1, "stage_bytes": 256,
+    "nt_bytes": 0, "tile_row_bytes": 16, "tile_area_bytes": 16, "staged": 1, "stage_bytes": 256,
     "nt_run_bytes": 64, "nt_stitch_bytes": 64, "shift_buffer_bytes": 64,
     "convert_tile_bytes": 4096, "convert_tiled_bytes": 4096, "convert_tile_columns": 16,
     "convert_period_items": 5, "convert_planes": False, "convert_tiled": False,
@@ -72,14 +72,15 @@ def test_knobs_are_clamped_to_what_the_kernels_can_run():
     try:
         _copy._tune(staged=7, convert_last=-9, convert_chunked=3, convert_planes=5,
                     chunks_per_thread=-4, convert_tile_bytes=1, convert_tiled_bytes=1 << 40,
-                    tile_row_bytes=1, shift_buffer_bytes=0, nt_run_bytes=1 << 40,
-                    stage_bytes=1 << 40, nibble_box_bytes=-5)
+                    tile_row_bytes=1, tile_area_bytes=-1, shift_buffer_bytes=0,
+                    nt_run_bytes=1 << 40, stage_bytes=1 << 40, nibble_box_bytes=-5)
         now = _copy._tune()
         assert now["nibble_box_bytes"] == 2    # a 4-bit box holds an element pair at least
         assert (now["staged"], now["convert_last"], now["convert_chunked"]) == (1, -1, 1)
         assert now["convert_planes"] == 1 and now["chunks_per_thread"] == 0
         assert now["convert_tile_bytes"] == 4096 and now["convert_tiled_bytes"] == 1 << 22
         assert now["tile_row_bytes"] == 16 and now["shift_buffer_bytes"] == 1
+        assert now["tile_area_bytes"] == 16
         # the staging tile and the streamed runs stay within the copy's staging buffer
         # (ST_TILE_BUF, 128 KiB; a tile of 32 runs must fit it)
         assert now["stage_bytes"] == 131072 and now["nt_run_bytes"] == 131072 // 32
