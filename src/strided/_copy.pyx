@@ -648,6 +648,15 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         tile = max(micro, <int64_t>sqrt(<double>room))
         tile -= tile % micro
         P.BC = min(P.C, tile)
+        if P.R < tile and P.nbytes < T.stage_big_from:
+            # Fewer destination rows than a square tile's (NHWC -> NCHW with 16-64 byte
+            # channels, planes crowding an L1 set): the L1-sized room goes to longer rows, not
+            # to 16 rows of 128 bytes. Paired, 1 thread (AMD EPYC Zen 3), uint8 with 16
+            # channels on 64^2-256^2 planes: 1 MiB 1.44-1.80x, 4 MiB 1.32-1.64x (2 threads
+            # 1.10-1.43x); 32 channels 1.03-1.40x, 64 channels 1.04-1.08x. Not the large
+            # copies' 128 KiB room: there rows of 8 KiB were slower than the square tile's 352
+            # bytes (16 MiB, 0.59-0.89x). Intel unmeasured.
+            P.BC = min(P.C, max(tile, room // P.R // micro * micro))
         P.BR = min(P.R, room // P.BC)
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C < micro:
         # interleaving a few source planes into short destination rows; dense pixels of 3 or

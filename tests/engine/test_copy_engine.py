@@ -611,6 +611,29 @@ def test_the_planner_stages_16_byte_planes_that_crowd_l1_sets(hw, kind):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("channels, hw, rows", [(16, 181, 1024), (16, 64, 1024), (32, 64, 512),
+                                                (64, 128, 256), (128, 128, 128)])
+def test_staged_tiles_of_few_planes_give_their_room_to_longer_rows(channels, hw, rows):
+    """A staged tile in cache (16 KiB of room) is square, 128 x 128 bytes, unless the copy has
+    fewer destination rows than that (NHWC -> NCHW with 16-64 byte channels): then the room
+    goes to longer rows, 16 KiB / channels bytes of each plane. Copies of 8 MiB and more keep
+    the square tile of their 128 KiB room. The long rows, ragged ends included (181^2 is no
+    multiple of them), copy like numpy."""
+    sizes = (16384 // channels * 128 // hw ** 2 + 1, channels, hw * hw)   # 2-3 MiB
+    dst_strides = (channels * hw * hw, hw * hw, 1)
+    src_strides = (channels * hw * hw, 1, channels)
+    with tuned(**ENGINE_TUNING), tuned(stage_bytes=131072, stage_big_from=8 << 20,
+                                       staged=1, nt_bytes=1 << 40):
+        assert _copy._block_plan(sizes, dst_strides, src_strides, 1) == \
+            ("staged", channels, rows)
+        assert_copies_like_numpy(sizes, dst_strides, src_strides, 1, threads=(1, 2),
+                                 what=f"{channels} channels, {hw}^2 planes")
+        large = (8 << 20) // (channels * hw * hw) + 1
+        assert _copy._block_plan((large, *sizes[1:]), dst_strides, src_strides, 1) == \
+            ("staged", channels, 352)                   # sqrt(128 KiB), a multiple of 16
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("pitch, kind", [(4096, "staged"), (8192, "staged"),
                                          (4096 + 64, "transpose"), (2048, "transpose")])
 def test_the_planner_stages_byte_rows_4_kib_apart_in_the_destination(pitch, kind):
