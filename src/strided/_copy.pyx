@@ -1826,7 +1826,7 @@ def _block_plan(sizes, dst_strides, src_strides, itemsize):
     cdef int nd = _load_copy(sizes, dst_strides, src_strides, itemsize, sz, dst, src, &isz,
                              &count)
     if count == 0:
-        raise ValueError(f"_block_kind() plans non-empty copies, got sizes "
+        raise ValueError(f"_block_kind() and _block_plan() plan non-empty copies, got sizes "
                          f"{tuple_of(nd, sz)!r}")
     if _dst_overlaps(nd, sz, dst):
         return "overlapping", 0, 0

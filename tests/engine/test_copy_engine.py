@@ -658,6 +658,10 @@ def test_block_kind_names_its_arguments():
         _copy._block_kind((2, 3), (3,), (1, 3), 4)
     assert _copy._block_kind((2, 3), (0, 1), (3, 1), 4) == "overlapping"
     assert _copy._block_kind((2, 3), (3, 1), (3, 1), 4) == "copy"
+    with pytest.raises(ValueError, match="non-empty"):
+        _copy._block_plan((0, 3), (3, 1), (1, 3), 4)
+    assert _copy._block_plan((2, 3), (0, 1), (3, 1), 4) == ("overlapping", 0, 0)
+    assert _copy._block_plan((2, 3), (3, 1), (3, 1), 4)[0] == "copy"
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
