@@ -636,7 +636,12 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # (AMD EPYC Zen 3, 4 and 16 MiB, 1 and 2 threads): float32 with 8 or 16 channels
         # 1.04-1.32x, float64 with 4 or 8 1.20-1.65x, uint16 with 8-32 1.01-1.19x, uint8 with
         # 16-64 0.99-1.17x; 24-48 float channels (a third to three quarters of a tile) were
-        # level (0.96-1.05x), so they keep the square. Intel unmeasured.
+        # level (0.96-1.05x), so they kept the square. (Measured on 64-float tiles; since
+        # tiles grow with the copy (_tile_side), a 4 MiB copy's 128-float tile gives the long
+        # side to 24 and 32 channels too, and longer 48-channel squares: paired against the
+        # 64-float tiles, 4 MiB, 1 and 2 threads, NCHW -> NHWC float32 with 24 channels
+        # 1.07-1.08x, 48 channels 1.09-1.13x, float64 with 12 1.11-1.21x, NHWC -> NCHW
+        # float32 with 32 channels 0.90-1.01x.) Intel unmeasured.
         if 4 * P.BC <= tile:
             P.BR = min(P.R, max(tile, tile * tile // P.BC // micro * micro))
         elif 4 * P.BR <= tile:
