@@ -99,23 +99,47 @@ static int st_has_ssse3(void) { return st_simd >= 1; }
     } while (0)
 
 #if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
-/* The same shuffles on 32 pixels at once: lane 0 of each plane's vector holds pixels r..r+15,
- * lane 1 pixels r+16..r+31, so x[v] holds output vector v of both halves; two blends and two
- * lane permutes put the 96 output bytes in order for three 32-byte stores. Half the shuffles
- * per byte of the SSSE3 loop. */
+/* For AVX2: one shuffle a plane, then blends. Output vector v's item j (of n = 16 / w in 16
+ * bytes) is channel (n v + j) % 3, and as 16 = 1 and 8 = 2 (mod 3), each position j of a
+ * vector is channel c in exactly one of the three output vectors: so plane c is shuffled once
+ * to hold, at each position, the item of the one output vector that takes channel c there
+ * (rows 0-2), and each output vector blends the three shuffled planes by item j % 3 (rows 3-5:
+ * 0x80 where j % 3 = 0, 1, 2). 3 shuffles and 6 blends per 48 output bytes, against 9 shuffles
+ * and 6 ORs with st_rgb_mask; the shuffle port is what both CPU kinds have least of. */
+static const int8_t st_rgb_blend_mask[2][6][16] = {
+    {   /* 1-byte items */
+        {0, 11, 6, 1, 12, 7, 2, 13, 8, 3, 14, 9, 4, 15, 10, 5},
+        {5, 0, 11, 6, 1, 12, 7, 2, 13, 8, 3, 14, 9, 4, 15, 10},
+        {10, 5, 0, 11, 6, 1, 12, 7, 2, 13, 8, 3, 14, 9, 4, 15},
+        {-128, 0, 0, -128, 0, 0, -128, 0, 0, -128, 0, 0, -128, 0, 0, -128},
+        {0, -128, 0, 0, -128, 0, 0, -128, 0, 0, -128, 0, 0, -128, 0, 0},
+        {0, 0, -128, 0, 0, -128, 0, 0, -128, 0, 0, -128, 0, 0, -128, 0},
+    },
+    {   /* 2-byte items */
+        {0, 1, 6, 7, 12, 13, 2, 3, 8, 9, 14, 15, 4, 5, 10, 11},
+        {10, 11, 0, 1, 6, 7, 12, 13, 2, 3, 8, 9, 14, 15, 4, 5},
+        {4, 5, 10, 11, 0, 1, 6, 7, 12, 13, 2, 3, 8, 9, 14, 15},
+        {-128, -128, 0, 0, 0, 0, -128, -128, 0, 0, 0, 0, -128, -128, 0, 0},
+        {0, 0, -128, -128, 0, 0, 0, 0, -128, -128, 0, 0, 0, 0, -128, -128},
+        {0, 0, 0, 0, -128, -128, 0, 0, 0, 0, -128, -128, 0, 0, 0, 0},
+    },
+};
+
+/* 32 pixels at once: lane 0 of each plane's vector holds pixels r..r+15, lane 1 pixels
+ * r+16..r+31, so x[v] holds output vector v of both halves; two blends and two lane permutes
+ * put the 96 output bytes in order for three 32-byte stores. */
 #define ST_RGB_AVX2_STEP(r, STORE)                                                            \
     do {                                                                                      \
         const char *p_ = s + w * (r);                                                         \
-        const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)p_);             \
-        const __m256i p1 = _mm256_loadu_si256((const __m256i *)(const void *)(p_ + w * sq));  \
-        const __m256i p2 =                                                                    \
-            _mm256_loadu_si256((const __m256i *)(const void *)(p_ + 2 * w * sq));             \
+        const __m256i p0 = _mm256_shuffle_epi8(                                               \
+            _mm256_loadu_si256((const __m256i *)(const void *)p_), shuf[0]);                  \
+        const __m256i p1 = _mm256_shuffle_epi8(                                               \
+            _mm256_loadu_si256((const __m256i *)(const void *)(p_ + w * sq)), shuf[1]);       \
+        const __m256i p2 = _mm256_shuffle_epi8(                                               \
+            _mm256_loadu_si256((const __m256i *)(const void *)(p_ + 2 * w * sq)), shuf[2]);   \
         __m256i *o_ = (__m256i *)(void *)(d + 3 * w * (r));                                   \
         for (v = 0; v < 3; v++)                                                               \
-            x[v] = _mm256_or_si256(                                                           \
-                _mm256_or_si256(_mm256_shuffle_epi8(p0, mask[3 * v]),                         \
-                                _mm256_shuffle_epi8(p1, mask[3 * v + 1])),                    \
-                _mm256_shuffle_epi8(p2, mask[3 * v + 2]));                                    \
+            x[v] = _mm256_blendv_epi8(_mm256_blendv_epi8(p0, p1, one[v]), p2, two[v]);         \
         /* x = (A0 B0) (A1 B1) (A2 B2); the output is A0 A1 A2 B0 B1 B2 */                    \
         STORE(o_, _mm256_permute2x128_si256(x[0], x[1], 0x20));                               \
         STORE(o_ + 1, _mm256_blend_epi32(x[2], x[0], 0xF0));                                  \
@@ -131,12 +155,19 @@ static int st_has_ssse3(void) { return st_simd >= 1; }
 ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream,
                                   int w)
 {
-    const int8_t (*masks)[16] = ST_RGB_MASKS(w);
+    const int8_t (*masks)[16] = st_rgb_blend_mask[w - 1];
     const st_idx step = 32 / w;
-    __m256i mask[9], x[3];
+    __m256i shuf[3], one[3], two[3], x[3];
     st_idx r = 0;
     int v;
-    for (v = 0; v < 9; v++) mask[v] = ST_BCAST128(masks[v]);
+    for (v = 0; v < 3; v++) {
+        /* output vector v's item j is channel (rot + j) % 3: channel 1 where
+         * j % 3 = (1 - rot) % 3, channel 2 where j % 3 = (2 - rot) % 3 */
+        const int rot = (16 / w * v) % 3;
+        shuf[v] = ST_BCAST128(masks[v]);
+        one[v] = ST_BCAST128(masks[3 + (4 - rot) % 3]);
+        two[v] = ST_BCAST128(masks[3 + (5 - rot) % 3]);
+    }
     if (stream && w == 1) {
         /* the pixel whose output starts a line: 3 lo = -d (mod 64), and 1/3 = 43 (mod 64) */
         const st_idx lo = (st_idx)((((0 - (uintptr_t)d) & 63) * 43) & 63);
@@ -153,30 +184,31 @@ ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, i
 #endif
 
 #if ST_HAVE_AVX2_DISPATCH
-/* Three planes of 4-byte items into dense pixels (CHW float32 -> HWC), 8 pixels a step:
- * output vector v holds items 8v..8v+7 of the 24, item e being pixel e / 3's channel e % 3, so
- * one lane-crossing permute per plane gathers each vector's pixels and two blends pick each
- * item's channel (the blend masks: bit j set where item j is channel 1 / channel 2).
+/* Three planes of 4-byte items into dense pixels (CHW float32 -> HWC), 8 pixels a step, the
+ * byte kernel's scheme on 4-item vectors (4 = 1 mod 3): each 128-bit lane of a plane (pixels
+ * r..r+3, r+4..r+7) is shuffled once within the lane so that position j holds the item of the
+ * one output vector that takes its channel there (plane 0: pixels 0 3 2 1, plane 1: 1 0 3 2,
+ * plane 2: 2 1 0 3), two blends a vector pick each item's channel (bit j set where item j is
+ * channel 1 / channel 2), and two lane permutes and a blend order the halves as in
+ * st_rgb_avx2. 3 in-lane shuffles, 2 lane permutes and 7 blends per 24 items, against 9
+ * lane-crossing permutes and 6 blends with a permutevar per plane and vector.
  * dst[3 r + c] = src[r + c * sq] (items); returns the pixels done. `stream`: as st_rgb_avx2
  * (whole output lines streamed, two steps at a time, from the first line boundary). */
-#define ST_RGB4_VECTOR(P, M1, M2)                                                             \
-    _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(a_, P),                          \
-                                    _mm256_permutevar8x32_ps(b_, P), M1),                     \
-                    _mm256_permutevar8x32_ps(c_, P), M2)
 #define ST_RGB4_STEP(r, STORE)                                                                \
     do {                                                                                      \
-        const __m256 a_ = _mm256_loadu_ps(f + (r)), b_ = _mm256_loadu_ps(f + sq + (r));       \
-        const __m256 c_ = _mm256_loadu_ps(f + 2 * sq + (r));                                  \
-        STORE(o + 3 * (r), ST_RGB4_VECTOR(pick0, 0x92, 0x24));                                \
-        STORE(o + 3 * (r) + 8, ST_RGB4_VECTOR(pick1, 0x24, 0x49));                            \
-        STORE(o + 3 * (r) + 16, ST_RGB4_VECTOR(pick2, 0x49, 0x92));                           \
+        const __m256 a_ = _mm256_permute_ps(_mm256_loadu_ps(f + (r)), 0x6C);                  \
+        const __m256 b_ = _mm256_permute_ps(_mm256_loadu_ps(f + sq + (r)), 0xB1);             \
+        const __m256 c_ = _mm256_permute_ps(_mm256_loadu_ps(f + 2 * sq + (r)), 0xC6);         \
+        const __m256 x0_ = _mm256_blend_ps(_mm256_blend_ps(a_, b_, 0x22), c_, 0x44);          \
+        const __m256 x1_ = _mm256_blend_ps(_mm256_blend_ps(a_, b_, 0x99), c_, 0x22);          \
+        const __m256 x2_ = _mm256_blend_ps(_mm256_blend_ps(a_, b_, 0x44), c_, 0x99);          \
+        STORE(o + 3 * (r), _mm256_permute2f128_ps(x0_, x1_, 0x20));                           \
+        STORE(o + 3 * (r) + 8, _mm256_blend_ps(x2_, x0_, 0xF0));                              \
+        STORE(o + 3 * (r) + 16, _mm256_permute2f128_ps(x1_, x2_, 0x31));                      \
     } while (0)
 
 ST_AVX2 static st_idx st_rgb_4_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream)
 {
-    const __m256i pick0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
-    const __m256i pick1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
-    const __m256i pick2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
     const float *f = (const float *)(const void *)s;
     float *o = (float *)(void *)d;
     st_idx r = 0;
