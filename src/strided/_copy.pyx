@@ -583,6 +583,32 @@ cdef int64_t _tile_side(const Plan* P, const Tuning* T, int64_t micro) noexcept 
     return max(micro, tile - tile % micro)
 
 
+cdef int64_t _read_bytes(const Plan* P) noexcept nogil:
+    """The source bytes a copy reads: its bytes written, less the dims it broadcasts (a fill
+    reads one row of values, or one value).
+
+    Copies stream once their footprint, read + written, is the last-level cache's (streams):
+    before, once they wrote that much. Paired (memcpy time / strided time, AMD EPYC Zen 3,
+    32 MiB L3), streamed against not at 16 and 24 MiB written, 1 and 2 threads: packed float32
+    1.08-1.78 -> 1.33-2.05, padded -> packed 0.98-1.31 -> 1.28-1.86, packed -> padded
+    1.02-1.38 -> 1.23-1.77; transposes (tune_copy.py) mostly level or ahead: 2-D float32 0.53
+    -> 0.61, uint8 0.25-0.31 -> 0.41-0.55, NCHW -> NCHW32 uint8 0.38-0.48 -> 0.85-0.89,
+    NCHW -> NHWC with 64 or 256 channels 0.61-0.70 -> 0.71-0.87; behind only where rows of
+    one vector stream (NHWC -> NCHW uint8 with 16 channels, 0.89 -> 0.51), which no longer
+    do (_plan_blocks). 3-channel images of 1080p float32 (24 MiB each way) against
+    cv2.merge: 0.99x -> 1.44x (1 thread), 1.16x -> 1.74x (2 threads). Intel unmeasured."""
+    cdef int64_t read = P.nbytes
+    cdef int i
+    if P.sp == 0 and P.R > 1:
+        read //= P.R
+    if P.sq == 0 and P.C > 1:
+        read //= P.C
+    for i in range(P.nouter):
+        if P.ss[i] == 0 and P.n[i] > 1:
+            read //= P.n[i]
+    return read
+
+
 cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     """Block extents: cache tiles for transposes, about block_bytes of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
@@ -593,7 +619,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     cdef int64_t room = (T.stage_bytes if P.nbytes >= T.stage_big_from else
                          min(T.stage_bytes, <int64_t>16384)) // P.unit
     cdef int i
-    cdef bint stream = streams(T, P.nbytes)
+    cdef bint stream = streams(T, P.nbytes + _read_bytes(P))
     P.align = 0
     P.stitch = 0
     P.fetch = 0
@@ -603,7 +629,8 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     # fills, and transposes staged in a tile whose rows are whole lines), and cost 1.5-3x when
     # lines are left partly written (a tile row starting mid-line): measured.
     P.nt = P.kind == ST_BLOCK_COPY and stream
-    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream:
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream and (
+            P.R * P.unit > 16):
         # Tiles of whole short rows (the block is one run of the destination), or of short
         # runs of long rows. When every row starts at the same offset in its line, the block
         # columns are shifted onto the lines (_copy_blocks finds the shift from the address, and
@@ -612,6 +639,15 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # (st_stitch_row). Either way every line is streamed whole. (Stitching serves both,
         # but costs 2x on aligned rows: numpy's large arrays start 16 bytes into a line, and
         # every run then needs a carry.)
+        # Not when the source's rows are one vector (NHWC -> NCHW with 16 byte, 8 uint16 or 4
+        # float channels: R x 16 B): the tile in place, with the short-side rule's long rows,
+        # reads the source in one run and writes R long rows, and beat the streamed tile's
+        # short runs at every size. Paired (memcpy time / strided time, AMD EPYC Zen 3),
+        # streamed -> in place: 64 MiB 1 thread uint8 0.58 -> 0.91, uint16 0.70 -> 0.96,
+        # float32 0.79 -> 1.06; 2 threads 1.36 -> 1.50, 1.17 -> 1.71, 1.53 -> 1.82; 256 MiB
+        # 1 thread 0.49 -> 0.63, 0.48 -> 0.72, 0.45 -> 0.78. Rows of two vectors were split
+        # (float32 with 8 channels ahead in place, uint16 with 16 and float64 with 4 behind on
+        # 2 threads), so they stream. Intel unmeasured.
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
         P.fetch = T.fetch_next
@@ -1819,26 +1855,46 @@ def _block_kind(sizes, dst_strides, src_strides, itemsize):
     return _block_plan(sizes, dst_strides, src_strides, itemsize)[0]
 
 
-def _block_plan(sizes, dst_strides, src_strides, itemsize):
-    """``(kind, rows, columns)``: :func:`_block_kind` and the extents of the plan's blocks
-    (destination rows a block spans, items of each), for tests of the planner's tiles;
-    ``("overlapping", 0, 0)`` for a destination that overlaps itself."""
+cdef bint _test_plan(Plan* plan, sizes, dst_strides, src_strides, itemsize,
+                     str what) except -1:
+    """Plan a copy for the planner's test hooks (``what`` names the hook in errors): False
+    for a destination that overlaps itself (no plan), else True with ``plan`` filled."""
     cdef int64_t sz[MAX_NDIM]
     cdef int64_t dst[MAX_NDIM]
     cdef int64_t src[MAX_NDIM]
-    cdef Plan plan
     cdef int64_t count, isz
     cdef int nd = _load_copy(sizes, dst_strides, src_strides, itemsize, sz, dst, src, &isz,
                              &count)
     if count == 0:
-        raise ValueError(f"_block_kind() and _block_plan() plan non-empty copies, got sizes "
+        raise ValueError(f"{what}: only non-empty copies are planned, got sizes "
                          f"{tuple_of(nd, sz)!r}")
     if _dst_overlaps(nd, sz, dst):
+        return False
+    _plan_copy(plan, nd, sz, dst, src, isz, &_TUNING)
+    return True
+
+
+def _block_plan(sizes, dst_strides, src_strides, itemsize):
+    """``(kind, rows, columns)``: :func:`_block_kind` and the extents of the plan's blocks
+    (destination rows a block spans, items of each), for tests of the planner's tiles;
+    ``("overlapping", 0, 0)`` for a destination that overlaps itself."""
+    cdef Plan plan
+    if not _test_plan(&plan, sizes, dst_strides, src_strides, itemsize,
+                      "_block_kind() and _block_plan()"):
         return "overlapping", 0, 0
-    _plan_copy(&plan, nd, sz, dst, src, isz, &_TUNING)
     kind = {ST_BLOCK_COPY: "copy", ST_BLOCK_TRANSPOSE: "transpose",
             ST_BLOCK_TBUF: "staged"}[plan.kind]
     return kind, plan.BR, plan.BC
+
+
+def _block_streams(sizes, dst_strides, src_strides, itemsize):
+    """Whether the engine would write this copy's destination with streaming stores (whole
+    lines, past the caches), for tests of the planner's rules; False for a destination that
+    overlaps itself (the copy goes through a temporary)."""
+    cdef Plan plan
+    if not _test_plan(&plan, sizes, dst_strides, src_strides, itemsize, "_block_streams()"):
+        return False
+    return plan.nt != 0
 
 
 def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, itemsize,
@@ -1949,10 +2005,13 @@ cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, 
     st_copy_block(ST_BLOCK_TRANSPOSE, itemsize, dst, dp, 1, src, 1, sq, R, C, 0, NULL)
 
 
-cdef bint streams(const Tuning* T, int64_t written) noexcept nogil:
-    """Whether a call writing ``written`` bytes streams its whole destination lines: far larger
-    than the caches, where skipping the read-for-ownership saves a third of the traffic."""
-    return T.nt_bytes >= 0 and written >= T.nt_bytes
+cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil:
+    """Whether a call moving ``nbytes`` streams its whole destination lines: as much as the
+    last-level cache (nt_bytes), where skipping the read-for-ownership saves a third of the
+    traffic. A copy counts its footprint, the bytes it reads and writes (_read_bytes): the
+    destination cannot stay in the cache beside the source anyway. A conversion counts the
+    bytes it writes (measured so; its footprint is unmeasured)."""
+    return T.nt_bytes >= 0 and nbytes >= T.nt_bytes
 
 
 cdef int simd_level() noexcept nogil:

@@ -605,7 +605,8 @@ def test_the_planner_stages_16_byte_planes_that_crowd_l1_sets(hw, kind):
     src_strides = (16 * hw * hw, 1, 16)
     with tuned(**ENGINE_TUNING):
         assert _copy._block_kind(sizes, dst_strides, src_strides, 1) == kind
-        assert _copy._block_kind(sizes, dst_strides, src_strides, 2) == "transpose"
+        with tuned(nt_bytes=1 << 40):   # (2-byte items of 512^2 planes: 32 MiB moved, streamed)
+            assert _copy._block_kind(sizes, dst_strides, src_strides, 2) == "transpose"
         assert_copies_like_numpy(sizes, dst_strides, src_strides, 1, threads=(1, 2),
                                  what=f"{hw}^2 planes")
 
@@ -631,6 +632,54 @@ def test_staged_tiles_of_few_planes_give_their_room_to_longer_rows(channels, hw,
         large = (8 << 20) // (channels * hw * hw) + 1
         assert _copy._block_plan((large, *sizes[1:]), dst_strides, src_strides, 1) == \
             ("staged", channels, 352)                   # sqrt(128 KiB), a multiple of 16
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_copies_stream_once_they_move_as_much_as_the_last_level_cache(k):
+    """A copy streams its destination once the bytes it reads and writes together reach
+    nt_bytes (the last-level cache), not once it writes that much: a packed or a padded
+    copy writing half of it streams, a slightly smaller one does not; a fill from one row
+    (which reads 1/rows of what it writes) streams only once it writes that much itself.
+    The streamed copies match numpy's bytes on 1 and 2 threads."""
+    nt = 1 << 17
+    half = nt // 2 // k                                    # items writing nt / 2 bytes
+    rows, cols = 64, half // 64
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=nt):
+        assert _copy._block_streams((half,), (1,), (1,), k)
+        assert not _copy._block_streams((half - 64,), (1,), (1,), k)
+        assert _copy._block_streams((rows, cols), (cols, 1), (cols + 3, 1), k)   # padded
+        assert not _copy._block_streams((rows - 1, cols), (cols, 1), (cols + 3, 1), k)
+        assert not _copy._block_streams((rows, cols), (cols, 1), (0, 1), k)      # a fill
+        assert _copy._block_streams((2 * rows, cols), (cols, 1), (0, 1), k)
+        assert not _copy._block_streams((2 * rows - 2, cols), (cols, 1), (0, 1), k)
+        for sizes, dst_strides, src_strides in (((half,), (1,), (1,)),
+                                                ((rows, cols), (cols, 1), (cols + 3, 1)),
+                                                ((2 * rows, cols), (cols, 1), (0, 1))):
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                     what=f"streamed {sizes}, k={k}")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k, channels, streamed",
+                         [(1, 16, False), (2, 8, False), (4, 4, False), (8, 2, False),
+                          (1, 32, True), (2, 16, True), (4, 8, True)])
+def test_streamed_transposes_whose_source_rows_are_one_vector_stay_in_place(k, channels,
+                                                                         streamed):
+    """NHWC -> NCHW where a pixel is one 16-byte vector (16 bytes, 8 uint16, 4 floats, 2
+    doubles) is tiled in place with long destination rows even when the copy streams; pixels
+    of two vectors go through the streamed staging tile. Either way the bytes match
+    numpy's, ragged rows included."""
+    planes = 40 * 40 + 3
+    sizes = (3, channels, planes)
+    dst_strides = (channels * planes, planes, 1)
+    src_strides = (channels * planes, 1, channels)
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0):
+        kind, rows, _ = _copy._block_plan(sizes, dst_strides, src_strides, k)
+        assert _copy._block_streams(sizes, dst_strides, src_strides, k) == streamed
+        assert (kind, rows) == (("staged", channels) if streamed else ("transpose", channels))
+        assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                 what=f"{channels} channels of {k} bytes")
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
