@@ -152,8 +152,8 @@ static const int8_t st_rgb_blend_mask[2][6][16] = {
  * step or two (which may overlap them: the same values), those after by ordinary steps; the
  * caller fences. (2-byte items stream only from an even address: their pixels then start
  * lines.) */
-ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream,
-                                  int w)
+ST_AVX2 static inline __attribute__((always_inline))
+st_idx st_rgb_avx2_w(char *d, const char *s, st_idx sq, st_idx R, int stream, const int w)
 {
     const int8_t (*masks)[16] = st_rgb_blend_mask[w - 1];
     const st_idx step = 32 / w;
@@ -180,6 +180,13 @@ ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, i
     for (; r + step <= R; r += step)
         ST_RGB_AVX2_STEP(r, _mm256_storeu_si256);
     return r;
+}
+
+/* the loop compiled for each item size (w a constant: no multiply per step) */
+ST_AVX2 static st_idx st_rgb_avx2(char *d, const char *s, st_idx sq, st_idx R, int stream,
+                                  int w)
+{
+    return w == 1 ? st_rgb_avx2_w(d, s, sq, R, stream, 1) : st_rgb_avx2_w(d, s, sq, R, stream, 2);
 }
 #endif
 
