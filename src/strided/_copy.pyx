@@ -629,8 +629,8 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     # fills, and transposes staged in a tile whose rows are whole lines), and cost 1.5-3x when
     # lines are left partly written (a tile row starting mid-line): measured.
     P.nt = P.kind == ST_BLOCK_COPY and stream
-    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream and (
-            P.R * P.unit > 16):
+    if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream and not (
+            P.R * P.unit == 16 and not _staged(P, T)):
         # Tiles of whole short rows (the block is one run of the destination), or of short
         # runs of long rows. When every row starts at the same offset in its line, the block
         # columns are shifted onto the lines (_copy_blocks finds the shift from the address, and
@@ -640,14 +640,19 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # but costs 2x on aligned rows: numpy's large arrays start 16 bytes into a line, and
         # every run then needs a carry.)
         # Not when the source's rows are one vector (NHWC -> NCHW with 16 byte, 8 uint16 or 4
-        # float channels: R x 16 B): the tile in place, with the short-side rule's long rows,
-        # reads the source in one run and writes R long rows, and beat the streamed tile's
-        # short runs at every size. Paired (memcpy time / strided time, AMD EPYC Zen 3),
-        # streamed -> in place: 64 MiB 1 thread uint8 0.58 -> 0.91, uint16 0.70 -> 0.96,
-        # float32 0.79 -> 1.06; 2 threads 1.36 -> 1.50, 1.17 -> 1.71, 1.53 -> 1.82; 256 MiB
-        # 1 thread 0.49 -> 0.63, 0.48 -> 0.72, 0.45 -> 0.78. Rows of two vectors were split
-        # (float32 with 8 channels ahead in place, uint16 with 16 and float64 with 4 behind on
-        # 2 threads), so they stream. Intel unmeasured.
+        # float channels: R x 16 B) and the copy would otherwise be tiled in place: that
+        # tile, with the short-side rule's long rows, reads the source in one run and writes
+        # R long rows, and beat the streamed tile's short runs. Paired (memcpy time / strided
+        # time, AMD EPYC Zen 3), streamed -> in place: 64 MiB 1 thread uint8 0.58 -> 0.91,
+        # uint16 0.70 -> 0.96, float32 0.79 -> 1.06; 2 threads 1.36 -> 1.50, 1.17 -> 1.71,
+        # 1.53 -> 1.82; 256 MiB 1 thread 0.49 -> 0.63, 0.48 -> 0.72, 0.45 -> 0.78; 512 MiB
+        # 1 thread uint16 0.59 -> 0.65, float32 0.50 -> 0.70, 2 threads float32 level, uint16
+        # 0.98-1.05 -> 0.85-0.87 (the one loss: two threads saturate the memory, where the
+        # streamed tile's saved read-for-ownership counts). Byte planes that crowd an L1 set
+        # (2048^2, 4 KiB multiples) would be staged in cache instead, which lost to the
+        # streamed tile (512 MiB 1 thread 0.63 -> 0.33), so they stream. Rows of two vectors
+        # were split (float32 with 8 channels ahead in place, uint16 with 16 and float64 with
+        # 4 behind on 2 threads), so they stream. Intel unmeasured.
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
         P.fetch = T.fetch_next

@@ -661,16 +661,17 @@ def test_copies_stream_once_they_move_as_much_as_the_last_level_cache(k):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
-@pytest.mark.parametrize("k, channels, streamed",
-                         [(1, 16, False), (2, 8, False), (4, 4, False), (8, 2, False),
-                          (1, 32, True), (2, 16, True), (4, 8, True)])
+@pytest.mark.parametrize("k, channels, planes, streamed",
+                         [(1, 16, 1603, False), (2, 8, 1603, False), (4, 4, 1603, False),
+                          (8, 2, 1603, False), (1, 32, 1603, True), (2, 16, 1603, True),
+                          (4, 8, 1603, True), (1, 16, 4096, True)])
 def test_streamed_transposes_whose_source_rows_are_one_vector_stay_in_place(k, channels,
-                                                                         streamed):
+                                                                         planes, streamed):
     """NHWC -> NCHW where a pixel is one 16-byte vector (16 bytes, 8 uint16, 4 floats, 2
     doubles) is tiled in place with long destination rows even when the copy streams; pixels
-    of two vectors go through the streamed staging tile. Either way the bytes match
-    numpy's, ragged rows included."""
-    planes = 40 * 40 + 3
+    of two vectors, and byte planes 4 KiB apart (which would be staged in cache, not tiled in
+    place), go through the streamed staging tile. Either way the bytes match numpy's, ragged
+    rows included."""
     sizes = (3, channels, planes)
     dst_strides = (channels * planes, planes, 1)
     src_strides = (channels * planes, 1, channels)
