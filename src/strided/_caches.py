@@ -104,10 +104,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     """The engine's knobs that follow the caches (names of ``_copy._tune``), from ``caches``,
     any size it lacks taken from :data:`FALLBACK`.
 
-    - ``nt_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: a copy that reads and
-      writes together more than the cache holds streams, a conversion that writes more
-      (measured on the 32 MiB L3: copies gain from 16 MiB each way; glibc's memcpy streams
-      from 3/4 of the same cache, an L3 per core complex on AMD Zen).
+    - ``nt_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: a copy or conversion
+      that reads and writes together more than the cache holds streams (a 4-bit conversion:
+      one that writes more; measured on the 32 MiB L3: copies gain from 16 MiB each way;
+      glibc's memcpy streams from 3/4 of the same cache, an L3 per core complex on AMD Zen).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size), ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an
       in-place transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no

@@ -49,6 +49,13 @@ def _nibble_boxes(
     src_type: str = "float32",
     num_threads: int | None = None,
 ) -> tuple[int, list[list[int]]]: ...
+def _tiled_streams(
+    sizes: Sequence[SupportsIndex],
+    dst_strides: Sequence[SupportsIndex],
+    src_strides: Sequence[SupportsIndex],
+    dst_type: str,
+    src_type: str,
+) -> bool | None: ...
 
 CASTINGS: tuple[str, ...]
 

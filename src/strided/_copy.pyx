@@ -2013,9 +2013,10 @@ cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, 
 cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil:
     """Whether a call moving ``nbytes`` streams its whole destination lines: as much as the
     last-level cache (nt_bytes), where skipping the read-for-ownership saves a third of the
-    traffic. A copy counts its footprint, the bytes it reads and writes (_read_bytes): the
-    destination cannot stay in the cache beside the source anyway. A conversion counts the
-    bytes it writes (measured so; its footprint is unmeasured)."""
+    traffic. A call counts its footprint, the bytes it reads and writes (a copy's read
+    bytes: _read_bytes): the destination cannot stay in the cache beside the source
+    anyway. (The 4-bit conversions' float32 planes still count the bytes they write: their
+    footprint is unmeasured.)"""
     return T.nt_bytes >= 0 and nbytes >= T.nt_bytes
 
 

@@ -122,6 +122,38 @@ def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad):
     _check_guards(buf, np_dtype(dtype).itemsize, shape, pad)
 
 
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tiled_conversions_stream_once_they_read_and_write_the_threshold(dtype):
+    """A float32 NCHW -> float16 / bfloat16 NHWC conversion streams once the bytes it reads
+    and writes together (6 an element) reach nt_bytes, as a copy does, not once it writes
+    that much (2 an element); a conversion no tiled kernel takes (packed to packed) has no
+    such stream. The streamed result is the cast's, bit for bit, inside its guards."""
+    from strided import _convert
+    shape = (2, 32, 21, 19)
+    n, c, h, w = shape
+    moved = n * c * h * w * 6
+    sizes = shape
+    nhwc = (h * w * c, 1, w * c, c)
+    nchw = (c * h * w, h * w, w, 1)
+    x = _source(shape, seed=5)
+    old = _copy._tune()
+    try:
+        _copy._tune(nt_bytes=moved)
+        assert _convert._tiled_streams(sizes, nhwc, nchw, dtype, "float32") is True
+        assert _convert._tiled_streams(sizes, nchw, nchw, dtype, "float32") is None
+        buf, dst, _ = _guarded_nhwc(shape, np_dtype(dtype))
+        st.copyto(dst, x, casting="unsafe", num_threads=2)
+        _copy._tune(nt_bytes=moved + 1)
+        assert _convert._tiled_streams(sizes, nhwc, nchw, dtype, "float32") is False
+    finally:
+        _copy._tune(**old)
+    assert_converted_equal(dst, cast(x, dtype), x, f"streamed by its footprint, {dtype}")
+    _check_guards(buf, np_dtype(dtype).itemsize, shape, 0)
+    with pytest.raises(ValueError, match="non-empty"):
+        _convert._tiled_streams((0, 3), (3, 1), (1, 3), dtype, "float32")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_flipped_and_sliced_layouts(dtype):
     """Negative strides on both sides and a sliced source (rows not dense): the plan walks
