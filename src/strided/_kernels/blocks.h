@@ -195,34 +195,23 @@ ST_DEFINE_STRIDED_RUN(st_t16, st_strided_run_16)
  *   a[1::2], a[1::2] <- a[0::2]: addresses an odd number of bytes apart), and the vectors
  *   cover all but the ends;
  * - elsewhere (the ends, a source in another buffer) only the destination's elements are
- *   stored, one byte a store (st_strided_run_1: a separate source, 4 MiB, 1 thread, measured
+ *   stored, one byte a store (st_s2_scalar: a separate source, 4 MiB, 1 thread, measured
  *   in C: 1.44-1.93 ms, as numpy's loop; four stores from each 8-byte load were 1.70-2.18 ms).
  * No load or store leaves [d, d + 2(n-1)] or [s, s + 2(n-1)]; the engine runs this only on
  * layouts that share no element (overlapping ones are staged), so no store changes a source
  * byte. Measured in C (AMD EPYC, 64 MiB, 1 thread, a[0::2] <- a[1::2]): byte by byte 15-24 ms,
  * four stores a load 8.5-13 ms, the vectors 4.5-5.5 ms. */
-/* dst[2c] = src[2c], c < n, one byte a store, four loads before four stores. Kept scalar:
- * vectorized (gcc 12 -O3 did so to st_strided_run_1), each byte leaves its vector through a
- * vpextrb store, one a cycle, where scalar loads and stores issue two a cycle on Zen 3 (and
- * Ice Lake on). Paired against np.copyto (b[0::2] <- a[1::2], separate 4 MiB arrays, 1
- * thread, AMD EPYC Zen 3): 0.95-1.09x -> 1.14-1.19x; 64 MiB level (both DRAM-bound). */
+/* The byte-by-byte part: st_strided_run_1 (four loads, then four stores) compiled scalar.
+ * gcc 12 -O3 vectorized it here, where its strides are the constant 2, into one vpextrb store
+ * a byte, one a cycle; scalar loads and stores issue two a cycle (Zen 3; Ice Lake on).
+ * Paired against np.copyto (b[0::2] <- a[1::2], separate 4 MiB arrays, 1 thread, AMD EPYC
+ * Zen 3): 0.95-1.09x -> 1.14-1.19x; 64 MiB level (both wait on memory). */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-vectorize")))
 #endif
 static void st_s2_scalar(char *d, const char *s, st_idx n)
 {
-    st_idx c = 0;
-#if defined(__clang__)
-#pragma clang loop vectorize(disable)
-#endif
-    for (; c + 4 <= n; c += 4) {
-        const char v0 = s[2 * c], v1 = s[2 * c + 2], v2 = s[2 * c + 4], v3 = s[2 * c + 6];
-        d[2 * c] = v0;
-        d[2 * c + 2] = v1;
-        d[2 * c + 4] = v2;
-        d[2 * c + 6] = v3;
-    }
-    for (; c < n; c++) d[2 * c] = s[2 * c];
+    st_strided_run_1((st_t1 *)d, 2, (const st_t1 *)s, 2, n);
 }
 
 ST_INLINE void st_s2_bytes(char *d, const char *s, st_idx k, st_idx end)
