@@ -1,11 +1,18 @@
 """The cache sizes the machine reports, and the engine's tuning derived from them.
 
 The copy and conversion engines size their staging tiles by the L2 cache and decide to stream
-(non-temporal stores) by the last-level cache. The rules below reproduce, on the development
-machines' caches (AMD EPYC Zen 3: 32 KiB L1d, 512 KiB L2 a core, 32 MiB L3 a CCD), the
-constants measured there (see the comments on ``_TUNING`` in ``_copy.pyx``), and scale them on
-other caches within bounds that keep every tile inside its cache; a machine that reports
-nothing keeps those constants.
+(non-temporal stores) by the last-level cache on AMD, by the L2 on Intel. The rules below
+reproduce, on the development machines' caches (AMD EPYC Zen 3: 32 KiB L1d, 512 KiB L2 a core,
+32 MiB L3 a CCD), the constants measured there (see the comments on ``_TUNING`` in
+``_copy.pyx``), and scale them on other caches within bounds that keep every tile inside its
+cache; a machine that reports nothing keeps those constants.
+
+Where to stream differs by vendor. An AMD core reads and writes its CCD's L3 far faster than
+memory, so a copy keeps its destination in cache while both operands fit the L3. An Intel Xeon
+core's share of its mesh L3 is no faster than memory with streaming stores (2 MiB L2, 480 MiB
+L3, one core: a memcpy moves 28 GB/s from 4 to 64 MiB of footprint, 108 GB/s in the L2), so
+there copies stream once they leave the L2s (twice one core's L2), conversions at 8 L2s. The
+vendor comes from ``/proc/cpuinfo``; an unknown one takes the AMD rule, measured the longest.
 
 The sizes come from Linux's sysfs (``/sys/devices/system/cpu/cpu0/cache``: the caches one
 core sees, a shared L3 counted once per instance), not from glibc's
@@ -18,6 +25,9 @@ Examples
 >>> tuning = derived_tuning(sizes)
 >>> tuning["nt_bytes"] == 30 * 1024 * 1024      # stream what the L3 cannot hold
 True
+>>> intel = sizes._replace(vendor="GenuineIntel")
+>>> derived_tuning(intel)["nt_bytes"] // (1024 * 1024)   # ... or what the L2s cannot
+4
 >>> tuning["convert_tiled_bytes"] // 1024        # half the L2, at most 1 MiB
 1024
 >>> derived_tuning(CacheSizes(None, None, None, "none")) == derived_tuning(FALLBACK)
@@ -41,20 +51,25 @@ class CacheSizes(NamedTuple):
     l2: int | None
     l3: int | None
     source: str
+    #: the CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``), None when not reported
+    vendor: str | None = None
 
     def describe(self) -> str:
-        """``L1d 32 KiB, L2 512 KiB, L3 32 MiB (sysfs)``; ``?`` for a size not reported."""
+        """``L1d 32 KiB, L2 512 KiB, L3 32 MiB (sysfs)``; ``?`` for a size not reported, the
+        vendor after the source when known (``(sysfs, GenuineIntel)``)."""
         def size(n: int | None) -> str:
             if n is None:
                 return "?"
             return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n // KiB} KiB"
-        return f"L1d {size(self.l1d)}, L2 {size(self.l2)}, L3 {size(self.l3)} ({self.source})"
+        where = self.source if self.vendor is None else f"{self.source}, {self.vendor}"
+        return f"L1d {size(self.l1d)}, L2 {size(self.l2)}, L3 {size(self.l3)} ({where})"
 
 
 #: The caches the constants were measured with (AMD EPYC Zen 3), used for any size not reported.
 FALLBACK = CacheSizes(l1d=32 * KiB, l2=512 * KiB, l3=32 * MiB, source="fallback")
 
 _SYSFS = "/sys/devices/system/cpu/cpu0/cache"
+_CPUINFO = "/proc/cpuinfo"
 
 
 def _parse_size(text: str) -> int | None:
@@ -73,10 +88,21 @@ def _read(path: str) -> str | None:
         return None
 
 
-def detect(root: str = _SYSFS) -> CacheSizes:
+def vendor(cpuinfo: str = _CPUINFO) -> str | None:
+    """The ``vendor_id`` of the first CPU in Linux's ``cpuinfo`` file (``GenuineIntel``,
+    ``AuthenticAMD``); None where there is none (another OS, another architecture)."""
+    text = _read(cpuinfo)
+    for line in (text or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "vendor_id" and value.strip():
+            return value.strip()
+    return None
+
+
+def detect(root: str = _SYSFS, cpuinfo: str = _CPUINFO) -> CacheSizes:
     """The caches of CPU 0 as Linux's sysfs describes them under ``root`` (one directory
     ``index<k>`` per cache, with ``level``, ``type`` and ``size``); all None where there is no
-    such description (another OS, a container hiding sysfs)."""
+    such description (another OS, a container hiding sysfs). The vendor from ``cpuinfo``."""
     found: dict[int, int] = {}
     try:
         entries = sorted(os.listdir(root))
@@ -92,8 +118,8 @@ def detect(root: str = _SYSFS) -> CacheSizes:
             continue
         found.setdefault(int(level), size)
     if not found:
-        return CacheSizes(None, None, None, "not reported")
-    return CacheSizes(found.get(1), found.get(2), found.get(3), "sysfs")
+        return CacheSizes(None, None, None, "not reported", vendor(cpuinfo))
+    return CacheSizes(found.get(1), found.get(2), found.get(3), "sysfs", vendor(cpuinfo))
 
 
 def _clamp(value: int, lo: int, hi: int) -> int:
@@ -104,10 +130,18 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     """The engine's knobs that follow the caches (names of ``_copy._tune``), from ``caches``,
     any size it lacks taken from :data:`FALLBACK`.
 
-    - ``nt_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: a copy or conversion
-      that reads and writes together more than the cache holds streams (a 4-bit conversion:
-      one that writes more; measured on the 32 MiB L3: copies gain from 16 MiB each way;
-      glibc's memcpy streams from 3/4 of the same cache, an L3 per core complex on AMD Zen).
+    - ``llc_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: what a copy counts as
+      in cache (one of an eighth of it tiles in place).
+    - ``nt_bytes`` = ``llc_bytes``, on Intel twice the L2 (4 MiB - ``llc_bytes``): a copy
+      that reads and writes together more streams. Measured on AMD's 32 MiB L3: copies gain
+      from 16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an L3 per core
+      complex on AMD Zen). On an Intel Xeon (2 MiB L2, 480 MiB L3), paired against never
+      streaming: transposes of 2-3 MiB 1.1-2x faster on 1 thread, level on 2 (a gain on
+      bytes, a loss on floats); 4 MiB and more 1.1-2x on both; 0.5 MiB (in the L2) behind.
+    - ``convert_nt_bytes`` = ``nt_bytes``, on Intel 8 L2s (16 MiB): a conversion's
+      threshold, its footprint as a copy's (a 4-bit one: the bytes it writes). On the Xeon,
+      float32 -> float16 / bfloat16 NCHW -> NHWC of 9-12 MiB streamed 0.72-0.88x the time of
+      not streaming, of 18.8-27 MiB 1.25-1.36x.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size), ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an
       in-place transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no
@@ -120,9 +154,12 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     """
     l2 = caches.l2 or FALLBACK.l2
     assert l2 is not None and FALLBACK.l3 is not None
-    llc = caches.l3 or caches.l2 or FALLBACK.l3
+    llc = _clamp(caches.l3 or caches.l2 or FALLBACK.l3, 4 * MiB, 256 * MiB)
+    intel = caches.vendor == "GenuineIntel"
     return {
-        "nt_bytes": _clamp(llc, 4 * MiB, 256 * MiB),
+        "llc_bytes": llc,
+        "nt_bytes": _clamp(2 * l2, 4 * MiB, llc) if intel else llc,
+        "convert_nt_bytes": _clamp(8 * l2, 4 * MiB, llc) if intel else llc,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -106,7 +106,9 @@ _TUNING.block_bytes = 64 * 1024      # a block of rows (a copy's, or a conversio
 _TUNING.thread_bytes = 256 * 1024    # each extra thread needs this much work
 _TUNING.nogil_bytes = 16 * 1024      # less work keeps the GIL (and one thread)
 _TUNING.chunks_per_thread = 8        # a team's blocks are claimed in this many runs a thread
-_TUNING.nt_bytes = 32 * 1024 * 1024  # calls writing this much stream (the L3: see below)
+_TUNING.nt_bytes = 32 * 1024 * 1024  # copies moving this much stream (the L3: see below)
+_TUNING.convert_nt_bytes = 32 * 1024 * 1024   # ... and conversions
+_TUNING.llc_bytes = 32 * 1024 * 1024  # the last-level cache a copy counts as in cache (_staged)
 _TUNING.tile_row_bytes = 256         # a copy's in-place transpose tile's row, at least ...
 _TUNING.tile_area_bytes = 65536      # ... and up to this much of each operand (L2 / 8)
 _TUNING.staged = -1                  # copy transposes via the staging tile: -1 by _staged()
@@ -143,6 +145,8 @@ _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4
 CACHES = _caches.detect()
 _derived = _caches.derived_tuning(CACHES)
 _TUNING.nt_bytes = _derived["nt_bytes"]
+_TUNING.convert_nt_bytes = _derived["convert_nt_bytes"]
+_TUNING.llc_bytes = _derived["llc_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -166,7 +170,7 @@ def _knob(name, value):
         return int(bool(value))
     if name == "chunks_per_thread":
         return max(0, int(value))
-    if name == "nt_bytes":
+    if name in ("nt_bytes", "convert_nt_bytes"):
         return int(value)
     if name == "tile_area_bytes":   # (its square root sizes the tile: any value plans)
         return min(max(16, int(value)), 1 << 40)
@@ -497,7 +501,7 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     behind for NCHW -> NCHW32 floats (in place 1.1-1.5x at 4-64 MiB): kept, a vendor split.
 
     The row lengths above were measured at 64 MiB with the SSE2 tiles. A copy of at most an
-    eighth of the last-level cache (nt_bytes, the LLC: 4 MiB on a 32 MiB L3, both operands
+    eighth of the last-level cache (llc_bytes: 4 MiB on a 32 MiB L3, both operands
     a quarter of it) is tiled in place whatever its rows, bar rows of one vector: there the
     AVX2 tiles in place were ahead. NCHW -> NHWC, 4 MiB, planes not a multiple of 4 KiB,
     paired in one process, in place against staged (AMD EPYC Zen 3): float32 with 24-64
@@ -549,7 +553,7 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
         return True   # rows of one vector, written whole and in order
     if P.nbytes >= _LONG_ROWS_STAGED_FROM and P.R * P.unit >= _LONG_SOURCE_ROW and row > 256:
         return True   # long rows both ways in a large copy (measured on AMD and Intel)
-    if P.nbytes * 8 <= T.nt_bytes:
+    if P.nbytes * 8 <= T.llc_bytes:
         return False  # both operands well inside the last-level cache: in place
     if P.unit >= 4:
         return 64 < row <= 256
@@ -2011,13 +2015,19 @@ cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, 
 
 
 cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil:
-    """Whether a call moving ``nbytes`` streams its whole destination lines: as much as the
-    last-level cache (nt_bytes), where skipping the read-for-ownership saves a third of the
-    traffic. A call counts its footprint, the bytes it reads and writes (a copy's read
-    bytes: _read_bytes): the destination cannot stay in the cache beside the source
-    anyway. (The 4-bit conversions' float32 planes still count the bytes they write: their
-    footprint is unmeasured.)"""
+    """Whether a copy moving ``nbytes`` streams its whole destination lines: from nt_bytes
+    (the last-level cache on AMD, twice the L2 on Intel: strided._caches), where skipping the
+    read-for-ownership saves a third of the traffic. A copy counts its footprint, the bytes
+    it reads and writes (its read bytes: _read_bytes): the destination cannot stay in the
+    cache beside the source anyway."""
     return T.nt_bytes >= 0 and nbytes >= T.nt_bytes
+
+
+cdef bint conversion_streams(const Tuning* T, int64_t nbytes) noexcept nogil:
+    """streams() for a conversion, from convert_nt_bytes (the last-level cache on AMD, 8 L2s
+    on Intel), by its footprint (the tiled transposes: read + written) or the bytes it writes
+    (the 4-bit conversions' float32 planes: their footprint is unmeasured)."""
+    return T.convert_nt_bytes >= 0 and nbytes >= T.convert_nt_bytes
 
 
 cdef int simd_level() noexcept nogil:

@@ -19,10 +19,28 @@ def _sysfs(root, caches):
     return str(root)
 
 
+def _cpuinfo(path, vendor):
+    """A cpuinfo file of two CPUs of ``vendor``."""
+    cpu = f"processor\t: {{}}\nvendor_id\t: {vendor}\ncpu family\t: 6\nflags\t\t: fpu sse2\n\n"
+    path.write_text(cpu.format(0) + cpu.format(1))
+    return str(path)
+
+
 def test_detect_reads_the_data_and_unified_caches_of_each_level(tmp_path):
-    root = _sysfs(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"),
-                             (2, "Unified", "2048K"), (3, "Unified", "30M")])
-    assert detect(root) == CacheSizes(48 * KiB, 2 * MiB, 30 * MiB, "sysfs")
+    root = _sysfs(tmp_path / "cache", [(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                       (2, "Unified", "2048K"), (3, "Unified", "30M")])
+    cpuinfo = _cpuinfo(tmp_path / "cpuinfo", "GenuineIntel")
+    assert detect(root, cpuinfo) == CacheSizes(48 * KiB, 2 * MiB, 30 * MiB, "sysfs",
+                                               "GenuineIntel")
+
+
+def test_vendor_reads_the_first_vendor_id_or_none(tmp_path):
+    assert _caches.vendor(_cpuinfo(tmp_path / "amd", "AuthenticAMD")) == "AuthenticAMD"
+    (tmp_path / "arm").write_text("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n")
+    assert _caches.vendor(str(tmp_path / "arm")) is None
+    (tmp_path / "empty").write_text("vendor_id\t:\n")
+    assert _caches.vendor(str(tmp_path / "empty")) is None
+    assert _caches.vendor(str(tmp_path / "missing")) is None
 
 
 def test_detect_skips_what_it_cannot_read(tmp_path):
@@ -30,13 +48,16 @@ def test_detect_skips_what_it_cannot_read(tmp_path):
                              ("x", "Unified", "1M")])
     (tmp_path / "index9").mkdir()               # no files at all
     (tmp_path / "power").mkdir()                # not a cache
-    assert detect(root) == CacheSizes(32 * KiB, None, None, "sysfs")
-    assert detect(str(tmp_path / "missing")) == CacheSizes(None, None, None, "not reported")
+    nowhere = str(tmp_path / "no-cpuinfo")
+    assert detect(root, nowhere) == CacheSizes(32 * KiB, None, None, "sysfs")
+    assert detect(str(tmp_path / "missing"), nowhere) == \
+        CacheSizes(None, None, None, "not reported")
 
 
 def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
     assert derived_tuning(FALLBACK) == {
-        "nt_bytes": 32 * MiB, "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
+        "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB, "convert_nt_bytes": 32 * MiB,
+        "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
         "shift_buffer_bytes": 256 * KiB}
@@ -60,8 +81,28 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
     # an enormous L3: streaming from 256 MiB at the latest
     (1 * MiB, 1024 * MiB, {"nt_bytes": 256 * MiB, "stage_bytes": 128 * KiB}),
 ])
-def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want):
-    got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test"))
+@pytest.mark.parametrize("vendor", ["AuthenticAMD", None])
+def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendor):
+    got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test", vendor))
+    assert {k: got[k] for k in want} == want
+    assert got["llc_bytes"] == got["nt_bytes"] == got["convert_nt_bytes"]
+
+
+@pytest.mark.parametrize("l2, l3, want", [
+    # the Xeon it was measured on: copies stream from 2 L2s, conversions from 8, the L3 is
+    # still the cache a copy counts as in (at most 256 MiB)
+    (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 16 * MiB,
+                          "llc_bytes": 256 * MiB, "tile_area_bytes": 256 * KiB}),
+    (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 10 * MiB,
+                            "llc_bytes": 48 * MiB}),
+    # never past the last-level cache, never under 4 MiB
+    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 4 * MiB,
+                          "llc_bytes": 6 * MiB}),
+    (4 * MiB, 12 * MiB, {"nt_bytes": 8 * MiB, "convert_nt_bytes": 12 * MiB,
+                         "llc_bytes": 12 * MiB}),
+])
+def test_intel_streams_once_a_copy_leaves_the_l2s(l2, l3, want):
+    got = derived_tuning(CacheSizes(48 * KiB, l2, l3, "test", "GenuineIntel"))
     assert {k: got[k] for k in want} == want
 
 
@@ -78,4 +119,6 @@ def test_describe_names_every_level():
     assert CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "sysfs").describe() == \
         "L1d 32 KiB, L2 512 KiB, L3 32 MiB (sysfs)"
     assert CacheSizes(None, 1536 * KiB, None, "x").describe() == "L1d ?, L2 1536 KiB, L3 ? (x)"
+    assert CacheSizes(48 * KiB, 2 * MiB, 480 * MiB, "sysfs", "GenuineIntel").describe() == \
+        "L1d 48 KiB, L2 2 MiB, L3 480 MiB (sysfs, GenuineIntel)"
     assert _caches.FALLBACK.source == "fallback"

@@ -524,18 +524,18 @@ def test_the_planner_stages_source_rows_4_kib_apart(k):
 @pytest.mark.parametrize("k, channels", [(4, 24), (4, 64), (8, 16), (2, 48), (1, 100)])
 def test_the_planner_tiles_in_place_what_fits_an_eighth_of_the_llc(k, channels):
     """NCHW -> NHWC with destination rows of 65-256 bytes (4- and 8-byte items) or 17-128
-    bytes (1 and 2): tiled in place while the copy is at most an eighth of the streaming
-    threshold (the last-level cache), staged beyond it; rows of one vector are staged at any
+    bytes (1 and 2): tiled in place while the copy is at most an eighth of the
+    last-level cache (llc_bytes), staged beyond it; rows of one vector are staged at any
     size. The bytes match numpy's either way."""
     pixels = 1001                       # planes 1001 items apart: no L1-set crowding
     sizes, dst_strides, src_strides = (pixels, channels), (channels, 1), (1, pixels)
     copy_bytes = pixels * channels * k
     with tuned(**ENGINE_TUNING):
-        with tuned(nt_bytes=8 * copy_bytes):
+        with tuned(llc_bytes=8 * copy_bytes):
             assert _copy._block_kind(sizes, dst_strides, src_strides, k) == "transpose"
             assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
                                      what=f"in place, {channels} channels k={k}")
-        with tuned(nt_bytes=8 * copy_bytes - 1):
+        with tuned(llc_bytes=8 * copy_bytes - 1):
             assert _copy._block_kind(sizes, dst_strides, src_strides, k) == "staged"
             assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
                                      what=f"staged, {channels} channels k={k}")
