@@ -1,4 +1,5 @@
-"""Compare copy-engine tunings on the transposing cases, each paired with a memcpy.
+"""Compare copy-engine tunings on the transposing cases and three plain copies (packed,
+padded -> packed, a broadcast row), each paired with a memcpy.
 
 A working tool for whoever tunes the copy kernel, not a benchmark of record: it calls the
 private ``strided._copy._tune`` hook, runs only strided and a single-call memcpy, alternating
@@ -10,6 +11,7 @@ sets, given as a JSON list::
 
     python benchmarks/tune_copy.py
     python benchmarks/tune_copy.py --configs '[{"staged": 0}, {"staged": 1, "stage_bytes": 16384}]'
+    python benchmarks/tune_copy.py --mib 4 --cases packed,NCHW32 --configs '[{}, {"nt_bytes": 1}]'
 
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
@@ -46,6 +48,11 @@ def cases(dtype: type, nbytes: int) -> Iterator[Case]:
     """(name, make) pairs; make() returns (dst, src) views of nbytes-sized tensors."""
     n = nbytes // np.dtype(dtype).itemsize
     side = int(n**0.5)
+    yield "packed", lambda: (np.empty(n, dtype), np.ones(n, dtype))
+    yield "padded->packed", lambda: (np.empty((side, side - 16), dtype),
+                                     np.ones((side, side), dtype)[:, :side - 16])
+    yield "broadcast row", lambda: (np.empty((side, side), dtype),
+                                    np.broadcast_to(np.ones(side, dtype), (side, side)))
     yield "transpose2d", lambda: (np.empty((side, side), dtype), np.ones((side, side), dtype).T)
     yield "colmajor x768", lambda: (np.empty((n // 768, 768), dtype),
                                     np.ones((768, n // 768), dtype).T)
@@ -117,11 +124,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5,
                         help="rounds of the balanced orders (samples per configuration: "
                              "this times the orders)")
+    parser.add_argument("--cases", default="",
+                        help="comma-separated substrings: only the cases whose name holds one")
     parser.add_argument("--dtypes", default="float32,uint8",
                         help="comma-separated numpy dtype names (default: float32,uint8)")
     args = parser.parse_args()
     dtypes = [np.dtype(name).type for name in args.dtypes.split(",")]
     configs = json.loads(args.configs)
+    wanted = [w for w in args.cases.split(",") if w]
     nbytes = int(args.mib * 2**20)
     scratch = np.ones(4 * nbytes, np.uint8)
     print(f"memcpy time / strided time, {args.mib:g} MiB, {args.threads} threads; columns:")
@@ -130,6 +140,8 @@ def main() -> None:
     try:
         for dtype in dtypes:
             for name, make in cases(dtype, nbytes):
+                if wanted and not any(w in name for w in wanted):
+                    continue
                 row = tune_case(make, configs, scratch, args.threads, args.repeat)
                 cells = "  ".join(f"{r:5.2f}" for r in row)
                 print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
