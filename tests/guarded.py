@@ -301,11 +301,11 @@ def _crowd_l1_sets(stride_bytes, rows):
     return max(sets.count(x) for x in sets)
 
 
-def _engine_nt_bytes():
-    """The engine's streaming threshold as this machine's caches set it (not as a test may
-    have tuned it)."""
+def _engine_llc_bytes():
+    """The last-level cache the engine's planner counts with, as this machine's caches set it
+    (not as a test may have tuned it)."""
     from strided import _caches, _copy
-    return _caches.derived_tuning(_copy.CACHES)["nt_bytes"]
+    return _caches.derived_tuning(_copy.CACHES)["llc_bytes"]
 
 
 def family(case):
@@ -333,7 +333,7 @@ def family(case):
             if staged == -1:
                 row = n * unit
                 copy_bytes = case.itemsize * math.prod(case.sizes)
-                in_cache = copy_bytes * 8 <= tune.get("nt_bytes", _engine_nt_bytes())
+                in_cache = copy_bytes * 8 <= tune.get("llc_bytes", _engine_llc_bytes())
                 long_rows = copy_bytes >= 15 << 20 and R * unit >= 4096 and row > 256
                 staged = row <= 16 or long_rows or (not in_cache and (
                     64 < row <= 256 if unit >= 4 else row <= 128))

@@ -142,6 +142,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       threshold, its footprint as a copy's (a 4-bit one: the bytes it writes). On the Xeon,
       float32 -> float16 / bfloat16 NCHW -> NHWC of 9-12 MiB streamed 0.72-0.88x the time of
       not streaming, of 18.8-27 MiB 1.25-1.36x.
+    - ``pixels_nt_scale`` = 1, on Intel ``llc_bytes // nt_bytes``: the kernels that
+      interleave or split a few planes (HWC <-> CHW images) stream from ``nt_bytes`` times
+      it, the last-level cache on both vendors: streamed on the Xeon they took 1.4-2.6x the
+      time of ordinary stores on 1080p images.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size), ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an
       in-place transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no
@@ -160,6 +164,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "llc_bytes": llc,
         "nt_bytes": _clamp(2 * l2, 4 * MiB, llc) if intel else llc,
         "convert_nt_bytes": _clamp(8 * l2, 4 * MiB, llc) if intel else llc,
+        "pixels_nt_scale": max(1, llc // _clamp(2 * l2, 4 * MiB, llc)) if intel else 1,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -49,6 +49,7 @@ ctypedef struct Tuning:
     int64_t nt_bytes
     int64_t convert_nt_bytes
     int64_t llc_bytes
+    int64_t pixels_nt_scale
     int64_t tile_row_bytes
     int64_t tile_area_bytes
     int staged
