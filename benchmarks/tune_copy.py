@@ -20,8 +20,9 @@ tile grows to in large copies; ``nt_bytes`` the streaming-store threshold (-1: n
 ``nt_run_bytes`` a streamed transpose's destination run per tile row (rows of up to two
 runs, one for bytes, are staged whole) and ``nt_stitch_bytes`` the same for rows that
 do not share a line alignment (halved for bytes); ``chunks_per_thread`` the chunks a team's
-blocks are claimed in, per thread (0: one fixed share each); ``fetch_next`` (0 or 1) whether
-a streamed transpose's block fetches the next block's source while it writes its own out.
+blocks are claimed in, per thread (0: one fixed share each); ``fetch_next`` (0-16) the
+largest item size whose streamed transposes fetch the next block's source while each block
+writes its own out.
 Any other knob of ``_copy._tune`` works too. A configuration may also hold ``"simd"``: the
 kernels' SIMD level (0: SSE2, 1: + SSSE3, 2: + AVX2), for comparing the kernel families on one
 machine.

@@ -28,8 +28,8 @@ True
 >>> intel = sizes._replace(vendor="GenuineIntel")
 >>> derived_tuning(intel)["nt_bytes"] // (1024 * 1024)   # ... or what the L2s cannot
 4
->>> tuning["convert_tiled_bytes"] // 1024        # half the L2, at most 1 MiB
-1024
+>>> tuning["convert_tiled_bytes"] // 1024        # half the L2, at most 256 KiB
+256
 >>> derived_tuning(CacheSizes(None, None, None, "none")) == derived_tuning(FALLBACK)
 True
 """
@@ -127,8 +127,8 @@ def _clamp(value: int, lo: int, hi: int) -> int:
 
 
 def derived_tuning(caches: CacheSizes) -> dict[str, int]:
-    """The engine's knobs that follow the caches (names of ``_copy._tune``), from ``caches``,
-    any size it lacks taken from :data:`FALLBACK`.
+    """The engine's knobs that follow the caches and the vendor (names of ``_copy._tune``),
+    from ``caches``, any size it lacks taken from :data:`FALLBACK`.
 
     - ``llc_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: what a copy counts as
       in cache (one of an eighth of it tiles in place).
@@ -146,15 +146,24 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       interleave or split a few planes (HWC <-> CHW images) stream from ``nt_bytes`` times
       it, the last-level cache on both vendors: streamed on the Xeon they took 1.4-2.6x the
       time of ordinary stores on 1080p images.
+    - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
+      streamed transposes prefetch their next block's source: on the Xeon only bytes gained
+      (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
-      buffer's size), ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an
-      in-place transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no
-      better), ``convert_tile_bytes`` and ``nibble_box_bytes`` = L2 / 4, 32-512 KiB
-      (a conversion's tile and a 4-bit box, each beside the other operands in L2: measured on
-      a 512 KiB L2, a 256 KiB box took 1.7x the time of a 128 KiB one), and
-      ``convert_tiled_bytes`` and ``shift_buffer_bytes`` = L2 / 2, 64 KiB - 1 MiB (the
-      one-pass conversion tiles: 256 KiB measured 0.9x the time of 128 KiB on a 512 KiB L2;
-      the overlap routes' buffer).
+      buffer's size; on the Xeon 64 KiB was level).
+    - ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an in-place
+      transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no better;
+      on the Xeon's 2 MiB L2, 64, 128 and 256 KiB level, 1 MiB copies, 1 and 2 threads).
+    - ``convert_tile_bytes`` = L2 / 4, 32-512 KiB (a conversion's staged tile beside the
+      other operands in L2; on the Xeon 128-512 KiB level).
+    - ``nibble_box_bytes`` = L2 / 4, 32-128 KiB (a 4-bit conversion's box: on a 512 KiB L2 a
+      256 KiB box took 1.7x the time of a 128 KiB one; on the Xeon's 2 MiB L2, 128 KiB
+      against 512 KiB: float32 -> int4 NCHW64 1.52-1.54x faster, back 1.16-1.23x).
+    - ``convert_tiled_bytes`` = L2 / 2, 64-256 KiB (the one-pass conversion tiles: on a 512
+      KiB L2, 256 KiB took 0.9x the time of 128 KiB; on the Xeon's 2 MiB L2, 128-512 KiB
+      streamed float32 -> float16 / bfloat16 NCHW -> NHWC of 37 MiB 1.2-1.25x faster than
+      1 MiB tiles, level in cache).
+    - ``shift_buffer_bytes`` = L2 / 2, 64 KiB - 1 MiB (the overlap routes' buffer).
     """
     l2 = caches.l2 or FALLBACK.l2
     assert l2 is not None and FALLBACK.l3 is not None
@@ -165,10 +174,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "nt_bytes": _clamp(2 * l2, 4 * MiB, llc) if intel else llc,
         "convert_nt_bytes": _clamp(8 * l2, 4 * MiB, llc) if intel else llc,
         "pixels_nt_scale": max(1, llc // _clamp(2 * l2, 4 * MiB, llc)) if intel else 1,
+        "fetch_next": 1 if intel else 16,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),
-        "nibble_box_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),
-        "convert_tiled_bytes": _clamp(l2 // 2, 64 * KiB, 1 * MiB),
+        "nibble_box_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
+        "convert_tiled_bytes": _clamp(l2 // 2, 64 * KiB, 256 * KiB),
         "shift_buffer_bytes": _clamp(l2 // 2, 64 * KiB, 1 * MiB),
     }

@@ -132,23 +132,30 @@ _TUNING.nibble_box_bytes = 128 * 1024  # carrier bytes of a 4-bit conversion's b
 # NCHW -> int4 NCHW64, 8x256x56x56, 1 thread (AMD EPYC, 512 KiB L2): 8 KiB 10.6 ms, 32 KiB
 # 7.3, 128 KiB 5.8, 256 KiB 9.7 (the box and the tile of its plan no longer both in L2)
 _TUNING.nibble_fused = 1             # float32 planes <-> 4-bit pairs in one pass (no carriers)
-_TUNING.fetch_next = 1               # streamed transposes prefetch the next block's source
+_TUNING.fetch_next = 16              # streamed transposes of items of at most this many bytes
+# prefetch the next block's source (0: none, 16: every size)
 # (1 thread, 64 MiB float32, AMD EPYC Zen 3, interleaved A/B against a memcpy: NCHW -> NHWC
 # C = 256 0.55-0.61x -> 0.60-0.73x, (rows, 768) column-major 0.63-0.75x -> 0.66-0.87x, the
 # others within the noise, in four runs; prefetching into L2 only (locality 1) measured the
-# same; Intel unmeasured)
+# same. On an Intel Xeon (2 MiB L2, 480 MiB L3) it lost on every item size but bytes, fetched
+# against not, 64 MiB: float32 2-D 0.93 vs 0.76, column-major 1.00 vs 0.80, C = 256 0.89 vs
+# 0.77 (1 thread), 1.66 vs 1.34, 1.78 vs 1.41, 1.77 vs 1.44 (2 threads); float64 2-D 1.07 vs
+# 0.84, column-major 1.10 vs 0.85; uint16 2-D 1.01 vs 0.80 (column-major 0.62 vs 0.68); uint8
+# column-major gained (0.38 vs 0.47, 0.71 vs 0.85 on 2 threads), the rest level: there
+# strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
 
 
-# The knobs that follow the caches: the values above are what strided._caches's rules give on
-# the caches they were measured with (AMD EPYC Zen 3: 512 KiB L2 a core, 32 MiB L3); this
-# machine's reported caches replace them (any size not reported keeps them).
+# The knobs that follow the caches and the vendor: the values above are what strided._caches's
+# rules give on the caches they were measured with (AMD EPYC Zen 3: 512 KiB L2 a core, 32 MiB
+# L3); this machine's reported caches replace them (any size not reported keeps them).
 CACHES = _caches.detect()
 _derived = _caches.derived_tuning(CACHES)
 _TUNING.nt_bytes = _derived["nt_bytes"]
 _TUNING.convert_nt_bytes = _derived["convert_nt_bytes"]
 _TUNING.llc_bytes = _derived["llc_bytes"]
 _TUNING.pixels_nt_scale = _derived["pixels_nt_scale"]
+_TUNING.fetch_next = _derived["fetch_next"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -167,9 +174,10 @@ def _knob(name, value):
     """A knob's new value, clamped to what the engine can run."""
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
-    if name in ("convert_planes", "convert_tiled", "nibble_fused", "fetch_next",
-                "crowd_runs"):
+    if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs"):
         return int(bool(value))
+    if name == "fetch_next":
+        return max(0, min(16, int(value)))
     if name == "chunks_per_thread":
         return max(0, int(value))
     if name in ("nt_bytes", "convert_nt_bytes"):
@@ -669,7 +677,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # 4 behind on 2 threads), so they stream. Intel unmeasured.
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
-        P.fetch = T.fetch_next
+        P.fetch = P.unit <= T.fetch_next
         if _nt_whole_rows(P, T):
             P.BC = P.C
             P.BR = min(P.R, max(micro, room // P.BC))
@@ -1914,6 +1922,16 @@ def _block_streams(sizes, dst_strides, src_strides, itemsize):
     if not _test_plan(&plan, sizes, dst_strides, src_strides, itemsize, "_block_streams()"):
         return False
     return plan.nt != 0
+
+
+def _block_fetches(sizes, dst_strides, src_strides, itemsize):
+    """Whether the plan's blocks prefetch their successor's source (streamed transposes of
+    items up to fetch_next bytes), for tests of the planner's rules; False for a destination
+    that overlaps itself."""
+    cdef Plan plan
+    if not _test_plan(&plan, sizes, dst_strides, src_strides, itemsize, "_block_fetches()"):
+        return False
+    return plan.fetch != 0
 
 
 def copy_memory(dst_address, src_address, sizes, dst_strides, src_strides, itemsize,

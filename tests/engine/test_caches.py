@@ -57,7 +57,7 @@ def test_detect_skips_what_it_cannot_read(tmp_path):
 def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
     assert derived_tuning(FALLBACK) == {
         "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB, "convert_nt_bytes": 32 * MiB,
-        "pixels_nt_scale": 1,
+        "pixels_nt_scale": 1, "fetch_next": 16,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -71,7 +71,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
     # a 2 MiB L2, 105 MiB L3 (a server core): tiles grow to their bounds, streaming later
     (2 * MiB, 105 * MiB, {"nt_bytes": 105 * MiB, "stage_bytes": 128 * KiB,
                           "tile_area_bytes": 256 * KiB, "convert_tile_bytes": 512 * KiB,
-                          "convert_tiled_bytes": 1 * MiB}),
+                          "convert_tiled_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     # a 256 KiB L2, 8 MiB L3 (an older desktop): smaller tiles, earlier streaming
     (256 * KiB, 8 * MiB, {"nt_bytes": 8 * MiB, "stage_bytes": 64 * KiB,
                           "tile_area_bytes": 32 * KiB,
@@ -87,14 +87,14 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test", vendor))
     assert {k: got[k] for k in want} == want
     assert got["llc_bytes"] == got["nt_bytes"] == got["convert_nt_bytes"]
-    assert got["pixels_nt_scale"] == 1
+    assert got["pixels_nt_scale"] == 1 and got["fetch_next"] == 16
 
 
 @pytest.mark.parametrize("l2, l3, want", [
     # the Xeon it was measured on: copies stream from 2 L2s, conversions from 8, the L3 is
     # still the cache a copy counts as in (at most 256 MiB)
     (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 16 * MiB,
-                          "llc_bytes": 256 * MiB, "pixels_nt_scale": 64,
+                          "llc_bytes": 256 * MiB, "pixels_nt_scale": 64, "fetch_next": 1,
                           "tile_area_bytes": 256 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 10 * MiB,
                             "llc_bytes": 48 * MiB}),

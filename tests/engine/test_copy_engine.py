@@ -684,6 +684,22 @@ def test_streamed_transposes_whose_source_rows_are_one_vector_stay_in_place(k, c
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16])
+def test_streamed_transposes_fetch_the_next_block_for_items_up_to_fetch_next(k):
+    """A streamed 2-D transpose prefetches its next block's source when its items are at most
+    fetch_next bytes (16: every size, AMD's setting; 1: bytes only, Intel's; 0: none); the
+    bytes match numpy's whichever, ragged blocks included, on 1 and 2 threads."""
+    sizes = (301, 517)
+    dst_strides, src_strides = (517, 1), (1, 301)
+    for limit in (16, 1, 0):
+        with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, fetch_next=limit):
+            assert _copy._block_kind(sizes, dst_strides, src_strides, k) == "staged"
+            assert _copy._block_fetches(sizes, dst_strides, src_strides, k) == (k <= limit)
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                     what=f"fetch_next={limit}, k={k}")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("pitch, kind", [(4096, "staged"), (8192, "staged"),
                                          (4096 + 64, "transpose"), (2048, "transpose")])
 def test_the_planner_stages_byte_rows_4_kib_apart_in_the_destination(pitch, kind):

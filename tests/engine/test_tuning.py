@@ -39,7 +39,7 @@ EXTREME = {
     "convert_tile_bytes": 4096, "convert_tiled_bytes": 4096, "convert_tile_columns": 16,
     "convert_period_items": 5, "convert_planes": False, "convert_tiled": False,
     "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64, "nibble_box_bytes": 2,
-    "nibble_fused": False, "fetch_next": True, "crowd_runs": True,
+    "nibble_fused": False, "fetch_next": 16, "crowd_runs": True,
 }
 
 
