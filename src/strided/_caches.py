@@ -149,6 +149,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained
       (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
+    - ``vector_rows_in_place`` = 16, on Intel 0: the item sizes whose NHWC -> NCHW copies
+      with one-vector pixels tile in place rather than stream (on AMD 1.1-1.7x faster in
+      place at 64-256 MiB; on the Xeon level for bytes and uint16, 0.82-0.88x for floats
+      and doubles).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level).
     - ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an in-place
@@ -175,6 +179,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "convert_nt_bytes": _clamp(8 * l2, 4 * MiB, llc) if intel else llc,
         "pixels_nt_scale": max(1, llc // _clamp(2 * l2, 4 * MiB, llc)) if intel else 1,
         "fetch_next": 1 if intel else 16,
+        "vector_rows_in_place": 0 if intel else 16,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -71,6 +71,7 @@ ctypedef struct Tuning:
     int64_t nibble_box_bytes
     int nibble_fused
     int fetch_next
+    int vector_rows_in_place
     int crowd_runs
 cdef Tuning tuning_now() noexcept
 # streams: whether a copy moving this many bytes (read + written) writes whole lines with

@@ -144,6 +144,8 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 # column-major gained (0.38 vs 0.47, 0.71 vs 0.85 on 2 threads), the rest level: there
 # strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
+_TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
+# place for items of at most this many bytes (0: never; see _plan_blocks)
 
 
 # The knobs that follow the caches and the vendor: the values above are what strided._caches's
@@ -156,6 +158,7 @@ _TUNING.convert_nt_bytes = _derived["convert_nt_bytes"]
 _TUNING.llc_bytes = _derived["llc_bytes"]
 _TUNING.pixels_nt_scale = _derived["pixels_nt_scale"]
 _TUNING.fetch_next = _derived["fetch_next"]
+_TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -176,7 +179,7 @@ def _knob(name, value):
         return max(-1, min(1, int(value)))
     if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs"):
         return int(bool(value))
-    if name == "fetch_next":
+    if name in ("fetch_next", "vector_rows_in_place"):
         return max(0, min(16, int(value)))
     if name == "chunks_per_thread":
         return max(0, int(value))
@@ -652,7 +655,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     # lines are left partly written (a tile row starting mid-line): measured.
     P.nt = P.kind == ST_BLOCK_COPY and stream
     if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream and not (
-            P.R * P.unit == 16 and not _staged(P, T)):
+            P.R * P.unit == 16 and P.unit <= T.vector_rows_in_place and not _staged(P, T)):
         # Tiles of whole short rows (the block is one run of the destination), or of short
         # runs of long rows. When every row starts at the same offset in its line, the block
         # columns are shifted onto the lines (_copy_blocks finds the shift from the address, and
@@ -674,7 +677,10 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # (2048^2, 4 KiB multiples) would be staged in cache instead, which lost to the
         # streamed tile (512 MiB 1 thread 0.63 -> 0.33), so they stream. Rows of two vectors
         # were split (float32 with 8 channels ahead in place, uint16 with 16 and float64 with
-        # 4 behind on 2 threads), so they stream. Intel unmeasured.
+        # 4 behind on 2 threads), so they stream. On an Intel Xeon (cold, 64 MiB, rotating
+        # over 1 GiB) in place was level for bytes and uint16 (0.99-1.07x) and behind for
+        # floats and doubles (0.82-0.88x, 1 and 2 threads): there vector_rows_in_place = 0
+        # (strided._caches), and they stream.
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
         P.fetch = P.unit <= T.fetch_next

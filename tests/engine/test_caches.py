@@ -57,7 +57,7 @@ def test_detect_skips_what_it_cannot_read(tmp_path):
 def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
     assert derived_tuning(FALLBACK) == {
         "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB, "convert_nt_bytes": 32 * MiB,
-        "pixels_nt_scale": 1, "fetch_next": 16,
+        "pixels_nt_scale": 1, "fetch_next": 16, "vector_rows_in_place": 16,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -87,7 +87,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test", vendor))
     assert {k: got[k] for k in want} == want
     assert got["llc_bytes"] == got["nt_bytes"] == got["convert_nt_bytes"]
-    assert got["pixels_nt_scale"] == 1 and got["fetch_next"] == 16
+    assert got["pixels_nt_scale"] == 1 and got["fetch_next"] == got["vector_rows_in_place"] == 16
 
 
 @pytest.mark.parametrize("l2, l3, want", [
@@ -95,6 +95,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     # still the cache a copy counts as in (at most 256 MiB)
     (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 16 * MiB,
                           "llc_bytes": 256 * MiB, "pixels_nt_scale": 64, "fetch_next": 1,
+                          "vector_rows_in_place": 0,
                           "tile_area_bytes": 256 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 10 * MiB,
                             "llc_bytes": 48 * MiB}),

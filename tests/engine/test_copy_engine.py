@@ -668,19 +668,22 @@ def test_copies_stream_once_they_move_as_much_as_the_last_level_cache(k):
 def test_streamed_transposes_whose_source_rows_are_one_vector_stay_in_place(k, channels,
                                                                          planes, streamed):
     """NHWC -> NCHW where a pixel is one 16-byte vector (16 bytes, 8 uint16, 4 floats, 2
-    doubles) is tiled in place with long destination rows even when the copy streams; pixels
+    doubles) is tiled in place with long destination rows even when the copy streams, for
+    items up to vector_rows_in_place bytes (AMD: all; Intel: none), else streamed; pixels
     of two vectors, and byte planes 4 KiB apart (which would be staged in cache, not tiled in
     place), go through the streamed staging tile. Either way the bytes match numpy's, ragged
     rows included."""
     sizes = (3, channels, planes)
     dst_strides = (channels * planes, planes, 1)
     src_strides = (channels * planes, 1, channels)
-    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0):
-        kind, rows, _ = _copy._block_plan(sizes, dst_strides, src_strides, k)
-        assert _copy._block_streams(sizes, dst_strides, src_strides, k) == streamed
-        assert (kind, rows) == (("staged", channels) if streamed else ("transpose", channels))
-        assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
-                                 what=f"{channels} channels of {k} bytes")
+    for limit in (16, k, k - 1):   # vector_rows_in_place: the item sizes that tile in place
+        with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, vector_rows_in_place=limit):
+            streams = streamed or k > limit
+            kind, rows, _ = _copy._block_plan(sizes, dst_strides, src_strides, k)
+            assert _copy._block_streams(sizes, dst_strides, src_strides, k) == streams
+            assert (kind, rows) == (("staged", channels) if streams else ("transpose", channels))
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                     what=f"{channels} channels of {k} bytes, limit {limit}")
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
