@@ -154,7 +154,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       place at 64-256 MiB; on the Xeon level for bytes and uint16, 0.82-0.88x for floats
       and doubles).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
-      buffer's size; on the Xeon 64 KiB was level).
+      buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
+      and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
+      streamed 4 MiB copies through the 16 KiB tile of smaller ones took 1.2-1.8x the time
+      of 128 KiB on 2-D transposes, NHWC -> NCHW and NCHW32, cold, 1 and 2 threads).
     - ``tile_area_bytes`` = L2 / 8, 16-256 KiB (the most of each operand an in-place
       transpose tile holds: 64 KiB measured best on a 512 KiB L2, 128 and 256 KiB no better;
       on the Xeon's 2 MiB L2, 64, 128 and 256 KiB level, 1 MiB copies, 1 and 2 threads).
@@ -173,9 +176,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     assert l2 is not None and FALLBACK.l3 is not None
     llc = _clamp(caches.l3 or caches.l2 or FALLBACK.l3, 4 * MiB, 256 * MiB)
     intel = caches.vendor == "GenuineIntel"
+    nt = _clamp(2 * l2, 4 * MiB, llc) if intel else llc
     return {
         "llc_bytes": llc,
-        "nt_bytes": _clamp(2 * l2, 4 * MiB, llc) if intel else llc,
+        "nt_bytes": nt,
+        "stage_big_from": min(8 * MiB, nt // 2),
         "convert_nt_bytes": _clamp(8 * l2, 4 * MiB, llc) if intel else llc,
         "pixels_nt_scale": max(1, llc // _clamp(2 * l2, 4 * MiB, llc)) if intel else 1,
         "fetch_next": 1 if intel else 16,

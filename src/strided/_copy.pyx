@@ -154,6 +154,7 @@ _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pix
 CACHES = _caches.detect()
 _derived = _caches.derived_tuning(CACHES)
 _TUNING.nt_bytes = _derived["nt_bytes"]
+_TUNING.stage_big_from = _derived["stage_big_from"]
 _TUNING.convert_nt_bytes = _derived["convert_nt_bytes"]
 _TUNING.llc_bytes = _derived["llc_bytes"]
 _TUNING.pixels_nt_scale = _derived["pixels_nt_scale"]

@@ -57,6 +57,7 @@ def test_detect_skips_what_it_cannot_read(tmp_path):
 def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
     assert derived_tuning(FALLBACK) == {
         "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB, "convert_nt_bytes": 32 * MiB,
+        "stage_big_from": 8 * MiB,
         "pixels_nt_scale": 1, "fetch_next": 16, "vector_rows_in_place": 16,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
@@ -95,7 +96,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     # still the cache a copy counts as in (at most 256 MiB)
     (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 16 * MiB,
                           "llc_bytes": 256 * MiB, "pixels_nt_scale": 64, "fetch_next": 1,
-                          "vector_rows_in_place": 0,
+                          "vector_rows_in_place": 0, "stage_big_from": 2 * MiB,
                           "tile_area_bytes": 256 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 10 * MiB,
                             "llc_bytes": 48 * MiB}),
