@@ -11,7 +11,7 @@ Where to stream differs by vendor. An AMD core reads and writes its CCD's L3 far
 memory, so a copy keeps its destination in cache while both operands fit the L3. An Intel Xeon
 core's share of its mesh L3 is no faster than memory with streaming stores (2 MiB L2, 480 MiB
 L3, one core: a memcpy moves 28 GB/s from 4 to 64 MiB of footprint, 108 GB/s in the L2), so
-there copies stream once they leave the L2s (twice one core's L2), conversions at 8 L2s. The
+there copies and conversions stream once they leave the L2s (twice one core's L2). The
 vendor comes from ``/proc/cpuinfo``; an unknown one takes the AMD rule, measured the longest.
 
 The sizes come from Linux's sysfs (``/sys/devices/system/cpu/cpu0/cache``: the caches one
@@ -132,20 +132,17 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
 
     - ``llc_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: what a copy counts as
       in cache (one of an eighth of it tiles in place).
-    - ``nt_bytes`` = ``llc_bytes``, on Intel twice the L2 (4 MiB - ``llc_bytes``): a copy
-      that reads and writes together more streams. Measured on AMD's 32 MiB L3: copies gain
-      from 16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an L3 per core
-      complex on AMD Zen). On an Intel Xeon (2 MiB L2, 480 MiB L3), paired against never
-      streaming: transposes of 2-3 MiB 1.1-2x faster on 1 thread, level on 2 (a gain on
-      bytes, a loss on floats); 4 MiB and more 1.1-2x on both; 0.5 MiB (in the L2) behind.
-    - ``convert_nt_bytes`` = ``nt_bytes``, on Intel 8 L2s (16 MiB): a conversion's
-      threshold, its footprint as a copy's (a 4-bit one: the bytes it writes). On the Xeon,
-      float32 -> float16 / bfloat16 NCHW -> NHWC of 9-12 MiB streamed 0.72-0.88x the time of
-      not streaming, of 18.8-27 MiB 1.25-1.36x.
-    - ``pixels_nt_scale`` = 1, on Intel ``llc_bytes // nt_bytes``: the kernels that
-      interleave or split a few planes (HWC <-> CHW images) stream from ``nt_bytes`` times
-      it, the last-level cache on both vendors: streamed on the Xeon they took 1.4-2.6x the
-      time of ordinary stores on 1080p images.
+    - ``nt_bytes`` = ``llc_bytes``, on Intel twice the L2 (4 MiB - ``llc_bytes``): a copy or
+      conversion that reads and writes together more streams. Measured on AMD's 32 MiB L3:
+      copies gain from 16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an
+      L3 per core complex on AMD Zen). On an Intel Xeon (2 MiB L2, 480 MiB L3), against the
+      L3's 256 MiB, cold (every call on fresh operands, rotating over 1-1.5 GiB): copies of
+      2-4 MiB 1.2-1.8x faster on 1 and 2 threads (fills level), 64 MiB 1.2-2.5x; float32 ->
+      float16 / bfloat16 NCHW -> NHWC of 9-12 MiB 1.17-1.30x; 3-channel 1080p CHW -> HWC
+      1.5-1.75x. Warm (tune_copy.py, a memcpy between calls): transposes of 2-3 MiB
+      1.1-2x on 1 thread, level on 2; 0.5 MiB (in the L2) behind. Only calls on the same
+      arrays every time, which the 480 MiB L3 keeps, lose (1080p images 0.55x, 9-12 MiB
+      conversions 0.72-0.88x): a shared L3 under load does not keep them.
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained
       (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
@@ -181,8 +178,6 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "llc_bytes": llc,
         "nt_bytes": nt,
         "stage_big_from": min(8 * MiB, nt // 2),
-        "convert_nt_bytes": _clamp(8 * l2, 4 * MiB, llc) if intel else llc,
-        "pixels_nt_scale": max(1, llc // _clamp(2 * l2, 4 * MiB, llc)) if intel else 1,
         "fetch_next": 1 if intel else 16,
         "vector_rows_in_place": 0 if intel else 16,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),

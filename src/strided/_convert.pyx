@@ -33,10 +33,9 @@ from libc.stdint cimport int64_t, intptr_t
 from libc.string cimport memcpy
 
 from strided._copy cimport (
-    Plan, Reader, Tuning, conversion_streams, copy_elements, copy_elements_many,
-    copy_overlapping, copy_threads, default_threads, execute, execute_many, fused_fn, pixels_fn,
-    planes_fn, plan_problem, plan_run, run_team, simd_level, tiled_fn, transpose_block,
-    tuning_now,
+    Plan, Reader, Tuning, copy_elements, copy_elements_many, copy_overlapping, copy_threads,
+    default_threads, execute, execute_many, fused_fn, pixels_fn, planes_fn, plan_problem,
+    plan_run, run_team, simd_level, streams, tiled_fn, transpose_block, tuning_now,
 )
 from strided._core cimport (
     MAX_NDIM, c_physical_order, OVERLAP_UNDECIDED, as_int64, byte_span_leaves_int64, c_overlaps,
@@ -167,11 +166,11 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
         # by its footprint, read + written (P.nbytes), as a copy streams: a float32 NCHW ->
         # float16 / bfloat16 NHWC conversion reading 24.5 or 32 MiB and writing half that
         # (under the 32 MiB L3), streamed against not, paired (AMD EPYC Zen 3): 1.07-1.20x
-        # faster on 1 thread, 1.05-1.11x on 2. On an Intel Xeon (2 MiB L2, 480 MiB L3), from
-        # 4 MiB (2 L2s, where copies gain) against never: 9-12 MiB 0.72-0.88x (1 and 2
-        # threads), from 16 MiB (8 L2s): 9-12 MiB level, 18.8-27 MiB 1.25-1.36x, so
-        # conversions have their own threshold (convert_nt_bytes).
-        if conversion_streams(T, P.nbytes):
+        # faster on 1 thread, 1.05-1.11x on 2. On an Intel Xeon (nt_bytes 4 MiB: 2 L2s),
+        # cold (rotating over 1.5 GiB), against the L3's 256 MiB: 9-12 MiB 1.17-1.30x, 37 MiB
+        # 1.0x (1 and 2 threads); warm (the same arrays every call, which its 480 MiB L3
+        # keeps) 9-12 MiB were 0.72-0.88x.
+        if streams(T, P.nbytes):
             P.stream = ST_NT
     # Dense pixels of 3 or 4 uint8/int8 channels to float32 planes (an image loader's HWC ->
     # CHW, int8 NCHW4 -> NCHW) go in one pass, without a tile (2x faster at 1080x1920); 32
@@ -1536,7 +1535,7 @@ cdef int64_t _nibble_run(_Nibbles* N, int64_t count) noexcept nogil:
                                 16 * N.T.convert_tile_columns * max(N.P.dsz, N.P.ssz)))
     N.period_items = N.T.convert_period_items
     N.P.nbytes = count * (N.P.dsz + N.P.ssz)
-    N.stream = N.tables != NULL and conversion_streams(N.T, count * N.P.dsz)
+    N.stream = N.tables != NULL and streams(N.T, count * N.P.dsz)
     plan_run(&N.P, N.T)
     return _align64(2 * _align64(N.box) + N.tile_bytes + 2 * N.period_items * N.P.ct)
 

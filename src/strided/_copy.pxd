@@ -47,9 +47,7 @@ ctypedef struct Tuning:
     int64_t nogil_bytes
     int64_t chunks_per_thread
     int64_t nt_bytes
-    int64_t convert_nt_bytes
     int64_t llc_bytes
-    int64_t pixels_nt_scale
     int64_t tile_row_bytes
     int64_t tile_area_bytes
     int staged
@@ -74,10 +72,9 @@ ctypedef struct Tuning:
     int vector_rows_in_place
     int crowd_runs
 cdef Tuning tuning_now() noexcept
-# streams: whether a copy moving this many bytes (read + written) writes whole lines with
-# streaming stores; conversion_streams: the same for a conversion (its own threshold).
+# streams: whether a call moving this many bytes (read + written) writes whole lines with
+# streaming stores.
 cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil
-cdef bint conversion_streams(const Tuning* T, int64_t nbytes) noexcept nogil
 
 # blocks_fn, run_team: the engine's one runner. A plan is `items` blocks numbered 0..items-1;
 # run(plan, dst, src, lo, hi, scratch) runs blocks lo..hi-1 staging in `scratch` (this

@@ -106,10 +106,8 @@ _TUNING.block_bytes = 64 * 1024      # a block of rows (a copy's, or a conversio
 _TUNING.thread_bytes = 256 * 1024    # each extra thread needs this much work
 _TUNING.nogil_bytes = 16 * 1024      # less work keeps the GIL (and one thread)
 _TUNING.chunks_per_thread = 8        # a team's blocks are claimed in this many runs a thread
-_TUNING.nt_bytes = 32 * 1024 * 1024  # copies moving this much stream (the L3: see below)
-_TUNING.convert_nt_bytes = 32 * 1024 * 1024   # ... and conversions
+_TUNING.nt_bytes = 32 * 1024 * 1024  # calls moving this much stream (the L3: see below)
 _TUNING.llc_bytes = 32 * 1024 * 1024  # the last-level cache a copy counts as in cache (_staged)
-_TUNING.pixels_nt_scale = 1          # images' interleave kernels stream from nt_bytes times this
 _TUNING.tile_row_bytes = 256         # a copy's in-place transpose tile's row, at least ...
 _TUNING.tile_area_bytes = 65536      # ... and up to this much of each operand (L2 / 8)
 _TUNING.staged = -1                  # copy transposes via the staging tile: -1 by _staged()
@@ -155,9 +153,7 @@ CACHES = _caches.detect()
 _derived = _caches.derived_tuning(CACHES)
 _TUNING.nt_bytes = _derived["nt_bytes"]
 _TUNING.stage_big_from = _derived["stage_big_from"]
-_TUNING.convert_nt_bytes = _derived["convert_nt_bytes"]
 _TUNING.llc_bytes = _derived["llc_bytes"]
-_TUNING.pixels_nt_scale = _derived["pixels_nt_scale"]
 _TUNING.fetch_next = _derived["fetch_next"]
 _TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
@@ -184,7 +180,7 @@ def _knob(name, value):
         return max(0, min(16, int(value)))
     if name == "chunks_per_thread":
         return max(0, int(value))
-    if name in ("nt_bytes", "convert_nt_bytes"):
+    if name == "nt_bytes":
         return int(value)
     if name == "tile_area_bytes":   # (its square root sizes the tile: any value plans)
         return min(max(16, int(value)), 1 << 40)
@@ -638,14 +634,6 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
                          min(T.stage_bytes, <int64_t>16384)) // P.unit
     cdef int i
     cdef bint stream = streams(T, P.nbytes + _read_bytes(P))
-    # The kernels that interleave or split a few planes (images' HWC <-> CHW) stream from
-    # pixels_nt_scale times nt_bytes: on an Intel Xeon (nt_bytes 4 MiB, the scale 64: the L3's
-    # 256 MiB) streamed they took 1.4-2.6x the time of ordinary stores on 1080p images (CHW ->
-    # HWC float32, 48 MiB moved: 6.07 vs 3.41 ms, 1 thread; HWC -> CHW uint8 1.72 vs 0.67 ms);
-    # on AMD (scale 1) streaming gained 1.44x at 48 MiB. (A scale, not a size: nt_bytes = 0,
-    # every copy streamed, streams these too.)
-    cdef bint stream_pixels = stream and (P.nbytes + _read_bytes(P)) // T.pixels_nt_scale >= \
-        T.nt_bytes
     P.align = 0
     P.stitch = 0
     P.fetch = 0
@@ -739,7 +727,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # kernels)
         P.BC = P.C
         P.BR = min(P.R, max(<int64_t>1, per // P.C))
-        P.nt = ST_NT if stream_pixels and P.dp == P.C and (
+        P.nt = ST_NT if stream and P.dp == P.C and (
             P.unit <= 2 and 3 <= P.C <= 4 or P.unit == 4 and P.C == 3) else 0
     elif P.kind == ST_BLOCK_TRANSPOSE and P.R < micro:
         # a few destination planes out of dense source pixels (HWC -> CHW): every plane in each
@@ -749,7 +737,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.BC = min(P.C, max(<int64_t>64, per // P.R // 64 * 64))
         # whole lines of the planes stream (the AVX2 kernels, every plane of the pixels): a
         # third of the traffic saved
-        P.nt = ST_NT if stream_pixels and P.R == P.sq else 0
+        P.nt = ST_NT if stream and P.R == P.sq else 0
     else:
         P.BC = min(P.C, per)
         P.BR = min(P.R, max(<int64_t>1, per // P.BC))
@@ -2050,19 +2038,13 @@ cdef void transpose_block(int itemsize, char* dst, int64_t dp, const char* src, 
 
 
 cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil:
-    """Whether a copy moving ``nbytes`` streams its whole destination lines: from nt_bytes
+    """Whether a call moving ``nbytes`` streams its whole destination lines: from nt_bytes
     (the last-level cache on AMD, twice the L2 on Intel: strided._caches), where skipping the
-    read-for-ownership saves a third of the traffic. A copy counts its footprint, the bytes
-    it reads and writes (its read bytes: _read_bytes): the destination cannot stay in the
-    cache beside the source anyway."""
+    read-for-ownership saves a third of the traffic. A call counts its footprint, the bytes
+    it reads and writes (a copy's read bytes: _read_bytes): the destination cannot stay in
+    the cache beside the source anyway. (The 4-bit conversions' float32 planes still count
+    the bytes they write: their footprint is unmeasured.)"""
     return T.nt_bytes >= 0 and nbytes >= T.nt_bytes
-
-
-cdef bint conversion_streams(const Tuning* T, int64_t nbytes) noexcept nogil:
-    """streams() for a conversion, from convert_nt_bytes (the last-level cache on AMD, 8 L2s
-    on Intel), by its footprint (the tiled transposes: read + written) or the bytes it writes
-    (the 4-bit conversions' float32 planes: their footprint is unmeasured)."""
-    return T.convert_nt_bytes >= 0 and nbytes >= T.convert_nt_bytes
 
 
 cdef int simd_level() noexcept nogil:

@@ -56,9 +56,9 @@ def test_detect_skips_what_it_cannot_read(tmp_path):
 
 def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_with():
     assert derived_tuning(FALLBACK) == {
-        "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB, "convert_nt_bytes": 32 * MiB,
+        "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB,
         "stage_big_from": 8 * MiB,
-        "pixels_nt_scale": 1, "fetch_next": 16, "vector_rows_in_place": 16,
+        "fetch_next": 16, "vector_rows_in_place": 16,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -87,24 +87,21 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
 def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendor):
     got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test", vendor))
     assert {k: got[k] for k in want} == want
-    assert got["llc_bytes"] == got["nt_bytes"] == got["convert_nt_bytes"]
-    assert got["pixels_nt_scale"] == 1 and got["fetch_next"] == got["vector_rows_in_place"] == 16
+    assert got["llc_bytes"] == got["nt_bytes"]
+    assert got["fetch_next"] == got["vector_rows_in_place"] == 16
 
 
 @pytest.mark.parametrize("l2, l3, want", [
-    # the Xeon it was measured on: copies stream from 2 L2s, conversions from 8, the L3 is
-    # still the cache a copy counts as in (at most 256 MiB)
-    (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 16 * MiB,
-                          "llc_bytes": 256 * MiB, "pixels_nt_scale": 64, "fetch_next": 1,
-                          "vector_rows_in_place": 0, "stage_big_from": 2 * MiB,
-                          "tile_area_bytes": 256 * KiB}),
-    (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 10 * MiB,
-                            "llc_bytes": 48 * MiB}),
+    # the Xeon it was measured on: calls stream from 2 L2s, the L3 is still the cache a copy
+    # counts as in (at most 256 MiB)
+    (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "stage_big_from": 2 * MiB,
+                          "llc_bytes": 256 * MiB, "fetch_next": 1, "vector_rows_in_place": 0,
+                          "tile_area_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
+    (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 48 * MiB}),
     # never past the last-level cache, never under 4 MiB
-    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "convert_nt_bytes": 4 * MiB,
-                          "llc_bytes": 6 * MiB, "pixels_nt_scale": 1}),
-    (4 * MiB, 12 * MiB, {"nt_bytes": 8 * MiB, "convert_nt_bytes": 12 * MiB,
-                         "llc_bytes": 12 * MiB}),
+    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 6 * MiB}),
+    (4 * MiB, 12 * MiB, {"nt_bytes": 8 * MiB, "llc_bytes": 12 * MiB,
+                         "stage_big_from": 4 * MiB}),
 ])
 def test_intel_streams_once_a_copy_leaves_the_l2s(l2, l3, want):
     got = derived_tuning(CacheSizes(48 * KiB, l2, l3, "test", "GenuineIntel"))

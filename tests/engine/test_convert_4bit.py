@@ -483,7 +483,7 @@ def test_one_pass_planes_route_equals_the_carrier_route(level, dst_type):
     route (convert to int8/uint8 rows, pack, unpack, convert) bit for bit: NaN, infinities,
     ties, out-of-range values, per-channel and scalar parameters, widths that leave vector
     tails, channels not a multiple of 64, every SIMD level; the dequantize's planes also
-    streamed (convert_nt_bytes=0: the aligned runs by streaming stores, the heads by plain ones)."""
+    streamed (nt_bytes=0: the aligned runs by streaming stores, the heads by plain ones)."""
     rng = np.random.default_rng(level)
     x = (rng.standard_normal((2, 100, 3, 19)) * 9).astype(np.float32)
     flat = x.reshape(-1)
@@ -494,10 +494,9 @@ def test_one_pass_planes_route_equals_the_carrier_route(level, dst_type):
     results = []
     old = _copy._tune()
     try:
-        for fused, nt_bytes in ((True, old["convert_nt_bytes"]), (True, 0),
-                                (False, old["convert_nt_bytes"])):
+        for fused, nt_bytes in ((True, old["nt_bytes"]), (True, 0), (False, old["nt_bytes"])):
             _copy._simd(level)
-            _copy._tune(nibble_fused=fused, convert_nt_bytes=nt_bytes)
+            _copy._tune(nibble_fused=fused, nt_bytes=nt_bytes)
             got = []
             for scale, shift in (per_channel, (0.75, 1.5), (1.0, None)):
                 q = st.to_blocked(x, "NCHW64", dtype=dst_type, scale=scale, shift=shift)

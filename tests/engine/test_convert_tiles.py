@@ -110,7 +110,7 @@ def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad):
     through ordinary ones. Nothing outside the destination changes."""
     shape = (2, 32, 21, 19)
     x = _source(shape, seed=11)
-    old = _copy._tune(convert_nt_bytes=0)
+    old = _copy._tune(nt_bytes=0)
     try:
         buf, dst, full = _guarded_nhwc(shape, np_dtype(dtype), pad)
         full[..., shape[1]:] = 0
@@ -126,7 +126,7 @@ def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_tiled_conversions_stream_once_they_read_and_write_the_threshold(dtype):
     """A float32 NCHW -> float16 / bfloat16 NHWC conversion streams once the bytes it reads
-    and writes together (6 an element) reach convert_nt_bytes, as a copy does, not once it writes
+    and writes together (6 an element) reach nt_bytes, as a copy does, not once it writes
     that much (2 an element); a conversion no tiled kernel takes (packed to packed) has no
     such stream. The streamed result is the cast's, bit for bit, inside its guards."""
     from strided import _convert
@@ -139,12 +139,12 @@ def test_tiled_conversions_stream_once_they_read_and_write_the_threshold(dtype):
     x = _source(shape, seed=5)
     old = _copy._tune()
     try:
-        _copy._tune(convert_nt_bytes=moved)
+        _copy._tune(nt_bytes=moved)
         assert _convert._tiled_streams(sizes, nhwc, nchw, dtype, "float32") is True
         assert _convert._tiled_streams(sizes, nchw, nchw, dtype, "float32") is None
         buf, dst, _ = _guarded_nhwc(shape, np_dtype(dtype))
         st.copyto(dst, x, casting="unsafe", num_threads=2)
-        _copy._tune(convert_nt_bytes=moved + 1)
+        _copy._tune(nt_bytes=moved + 1)
         assert _convert._tiled_streams(sizes, nhwc, nchw, dtype, "float32") is False
     finally:
         _copy._tune(**old)

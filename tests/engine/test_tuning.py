@@ -20,7 +20,7 @@ pytestmark = pytest.mark.thread_unsafe(reason="changes the engine's process-wide
 
 KNOBS = {
     "block_bytes", "thread_bytes", "nogil_bytes", "chunks_per_thread", "nt_bytes",
-    "convert_nt_bytes", "llc_bytes", "pixels_nt_scale",
+    "llc_bytes",
     "tile_row_bytes", "tile_area_bytes", "staged", "stage_bytes", "stage_big_from", "nt_run_bytes",
     "nt_stitch_bytes", "shift_buffer_bytes", "convert_tile_bytes", "convert_tiled_bytes",
     "convert_tile_columns", "convert_period_items", "convert_planes", "convert_tiled",
@@ -32,7 +32,7 @@ KNOBS = {
 #: kilobytes of work, streaming stores, the chunked conversion route
 EXTREME = {
     "block_bytes": 64, "thread_bytes": 1024, "nogil_bytes": 1, "chunks_per_thread": 1,
-    "nt_bytes": 0, "convert_nt_bytes": 0, "llc_bytes": 1, "pixels_nt_scale": 1,
+    "nt_bytes": 0, "llc_bytes": 1,
     "tile_row_bytes": 16,
     "tile_area_bytes": 16, "staged": 1, "stage_bytes": 256,
     "nt_run_bytes": 64, "nt_stitch_bytes": 64, "shift_buffer_bytes": 64,
