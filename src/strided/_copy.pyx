@@ -139,8 +139,9 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 # against not, 64 MiB: float32 2-D 0.93 vs 0.76, column-major 1.00 vs 0.80, C = 256 0.89 vs
 # 0.77 (1 thread), 1.66 vs 1.34, 1.78 vs 1.41, 1.77 vs 1.44 (2 threads); float64 2-D 1.07 vs
 # 0.84, column-major 1.10 vs 0.85; uint16 2-D 1.01 vs 0.80 (column-major 0.62 vs 0.68); uint8
-# column-major gained (0.38 vs 0.47, 0.71 vs 0.85 on 2 threads), the rest level: there
-# strided._caches sets it to 1, bytes only)
+# column-major gained (0.38 vs 0.47, 0.71 vs 0.85 on 2 threads), the rest level; cold
+# (rotating over 1 GiB) float32 2-D, column-major and C = 256 1.2x faster without, bytes
+# level: there strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
@@ -423,7 +424,10 @@ cdef inline int64_t _nt_run(const Tuning* T) noexcept nogil:
     0.85-1.20 -> 1.02-1.42, float64 C = 64 0.90 -> 1.37; float64 and complex128 level or
     ahead everywhere (NHWC -> NCHW C = 16 float64 1.08 -> 1.57); 512 B was between the two. Bytes
     kept 256 B (512 B: 2-D transposes 0.56 -> 0.43, (rows, 768) 0.57 -> 0.45); the rest
-    level. Intel unmeasured."""
+    level. On an Intel Xeon (64 MiB, 1 thread, warm) neither 128 B (with 256 B stitched
+    runs) nor 512 B (1024 B) was better across the cases: each won some rows by 10-40% and
+    lost others as much (512 B: float32 NCHW -> NHWC C = 256 0.67 -> 0.94, NHWC -> NCHW
+    C = 256 0.86 -> 0.64), so 256 B stays."""
     return T.nt_run_bytes
 
 
@@ -586,8 +590,8 @@ cdef int64_t _tile_side(const Plan* P, const Tuning* T, int64_t micro) noexcept 
     that much). 128 and 256 KiB tiles gave no more, and lost on bytes (2-D uint8, 4 MiB, 1
     thread: 0.62 at 64 KiB, 0.53 at both). Without the 64-tile floor, 1 MiB copies on 2
     threads lost (float32 2-D 0.57 -> 0.42, float64 0.73 -> 0.52): too few tiles for two
-    threads. Intel unmeasured (no machine lent): there L2 / 8 is 256 KiB (2 MiB L2), the
-    same share of it.
+    threads. On an Intel Xeon (2 MiB L2: L2 / 8 is 256 KiB) 64, 128 and 256 KiB were level
+    (1 MiB copies, every tune_copy.py case, 1 and 2 threads).
     """
     cdef int64_t tile = max(micro, T.tile_row_bytes // P.unit)
     cdef int64_t area = min(T.tile_area_bytes, P.nbytes // 64)
@@ -610,7 +614,8 @@ cdef int64_t _read_bytes(const Plan* P) noexcept nogil:
     NCHW -> NHWC with 64 or 256 channels 0.61-0.70 -> 0.71-0.87; behind only where rows of
     one vector stream (NHWC -> NCHW uint8 with 16 channels, 0.89 -> 0.51), which no longer
     do (_plan_blocks). 3-channel images of 1080p float32 (24 MiB each way) against
-    cv2.merge: 0.99x -> 1.44x (1 thread), 1.16x -> 1.74x (2 threads). Intel unmeasured."""
+    cv2.merge: 0.99x -> 1.44x (1 thread), 1.16x -> 1.74x (2 threads). On an Intel Xeon the
+    footprint is counted the same way against its own threshold (strided._caches)."""
     cdef int64_t read = P.nbytes
     cdef int i
     if P.sp == 0 and P.R > 1:

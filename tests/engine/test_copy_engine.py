@@ -703,6 +703,26 @@ def test_streamed_transposes_fetch_the_next_block_for_items_up_to_fetch_next(k):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16])
+def test_streamed_copies_of_any_size_may_stage_through_the_large_tile(k):
+    """With stage_big_from = 1 every streamed transpose stages through the large tile
+    (stage_bytes), as the streamed copies from half nt_bytes do on Intel (2 MiB there): a
+    ragged 2-D transpose, NCHW -> NHWC and NHWC -> NCHW with 3 and 24 channels, and a
+    column-major copy match numpy on 1 and 2 threads, guard bytes included."""
+    shapes = [((301, 517), (517, 1), (1, 301)),
+              ((2, 24, 37 * 41), (24 * 37 * 41, 1, 24), (24 * 37 * 41, 37 * 41, 1)),
+              ((2, 24, 37 * 41), (24 * 37 * 41, 37 * 41, 1), (24 * 37 * 41, 1, 24)),
+              ((2, 3, 301), (903, 1, 3), (903, 301, 1)),
+              ((1001, 77), (77, 1), (1, 1001))]
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, stage_big_from=1, stage_bytes=131072):
+        kind, rows, columns = _copy._block_plan(*shapes[0], k)
+        assert kind == "staged" and rows * columns * k > 16384   # more than the small tile
+        for sizes, dst_strides, src_strides in shapes:
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                     what=f"large tile {sizes}, k={k}")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("pitch, kind", [(4096, "staged"), (8192, "staged"),
                                          (4096 + 64, "transpose"), (2048, "transpose")])
 def test_the_planner_stages_byte_rows_4_kib_apart_in_the_destination(pitch, kind):
