@@ -12,6 +12,11 @@ sets, given as a JSON list::
     python benchmarks/tune_copy.py
     python benchmarks/tune_copy.py --configs '[{"staged": 0}, {"staged": 1, "stage_bytes": 16384}]'
     python benchmarks/tune_copy.py --mib 4 --cases packed,NCHW32 --configs '[{}, {"nt_bytes": 1}]'
+    python benchmarks/tune_copy.py --mib 64 --cold 1024 --configs '[{}, {"nt_bytes": -1}]'
+
+``--cold MIB`` gives each configuration its own rotation of fresh operands (a warm loop on a
+large last-level cache keeps a non-streaming configuration's arrays in it: on a 480 MiB Xeon
+L3 warm and cold disagreed on every streaming decision).
 
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
@@ -83,33 +88,44 @@ def _apply(config: dict) -> None:
 
 
 def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[dict],
-              scratch: np.ndarray, threads: int, repeat: int) -> list[float]:
+              scratch: np.ndarray, threads: int, repeat: int, cold_bytes: int = 0) -> list[float]:
     """The paired ratio of one case under every configuration: each sample runs every
     configuration once, in balanced orders (a configuration leads and follows each other one
     equally often), each call followed by a memcpy of the same bytes; per configuration, the
-    median memcpy time over the median strided time."""
+    median memcpy time over the median strided time.
+
+    With ``cold_bytes``, each configuration rotates over its own copies of the case, at least
+    ``cold_bytes`` of them together, so that no call finds its operands in the caches (the
+    memcpy stays on its warm scratch: compare the configurations' columns, not the ratio to
+    memcpy)."""
     dst, src = make()
     nbytes = dst.nbytes
     a, b = scratch[:nbytes], scratch[nbytes:2 * nbytes]
+    rounds = -(-cold_bytes // (dst.nbytes + src.nbytes)) if cold_bytes else 1
+    pools = [[(dst, src)] + [make() for _ in range(rounds - 1)] for _ in configs]
+    turn = [0] * len(configs)
 
     def memcpy() -> None:
         ctypes.memmove(b.ctypes.data, a.ctypes.data, nbytes)
 
-    def copy() -> None:
-        _ndarray.copyto_buffers(dst, src, threads)
+    def copy(i: int) -> None:
+        d, s = pools[i][turn[i] % rounds]
+        turn[i] += 1
+        _ndarray.copyto_buffers(d, s, threads)
 
     ours: list[list[float]] = [[] for _ in configs]
     theirs: list[list[float]] = [[] for _ in configs]
-    for config in configs:   # warm every plan and page once
+    for i, config in enumerate(configs):   # warm every plan and page once
         _apply(config)
-        copy()
+        for _ in range(rounds):
+            copy(i)
     memcpy()
     orders = balanced_orders(len(configs))
-    for k in range(repeat * len(orders)):
+    for k in range(repeat * len(orders) * rounds):
         for i in orders[k % len(orders)]:
             _apply(configs[i])
             start = time.perf_counter()
-            copy()
+            copy(i)
             ours[i].append(time.perf_counter() - start)
             start = time.perf_counter()
             memcpy()
@@ -125,6 +141,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5,
                         help="rounds of the balanced orders (samples per configuration: "
                              "this times the orders)")
+    parser.add_argument("--cold", type=float, default=0, metavar="MIB",
+                        help="each configuration rotates over copies of the case totalling "
+                             "this many MiB (e.g. 3x the last-level cache): cold operands")
     parser.add_argument("--cases", default="",
                         help="comma-separated substrings: only the cases whose name holds one")
     parser.add_argument("--dtypes", default="float32,uint8",
@@ -135,7 +154,9 @@ def main() -> None:
     wanted = [w for w in args.cases.split(",") if w]
     nbytes = int(args.mib * 2**20)
     scratch = np.ones(4 * nbytes, np.uint8)
-    print(f"memcpy time / strided time, {args.mib:g} MiB, {args.threads} threads; columns:")
+    cold = f", cold (rotating over {args.cold:g} MiB a configuration)" if args.cold else ""
+    print(f"memcpy time / strided time, {args.mib:g} MiB, {args.threads} threads{cold}; "
+          "columns:")
     for i, config in enumerate(configs):
         print(f"  [{i}] {config}")
     try:
@@ -143,7 +164,8 @@ def main() -> None:
             for name, make in cases(dtype, nbytes):
                 if wanted and not any(w in name for w in wanted):
                     continue
-                row = tune_case(make, configs, scratch, args.threads, args.repeat)
+                row = tune_case(make, configs, scratch, args.threads, args.repeat,
+                                int(args.cold * 2**20))
                 cells = "  ".join(f"{r:5.2f}" for r in row)
                 print(f"{np.dtype(dtype).name:8s} {name:16s} {cells}", flush=True)
     finally:
