@@ -102,7 +102,9 @@ def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[d
     nbytes = dst.nbytes
     a, b = scratch[:nbytes], scratch[nbytes:2 * nbytes]
     rounds = -(-cold_bytes // (dst.nbytes + src.nbytes)) if cold_bytes else 1
-    pools = [[(dst, src)] + [make() for _ in range(rounds - 1)] for _ in configs]
+    # warm: every configuration on the case's one pair; cold: each on its own fresh pairs
+    pools = ([[(dst, src)] for _ in configs] if rounds == 1 else
+             [[make() for _ in range(rounds)] for _ in configs])
     turn = [0] * len(configs)
 
     def memcpy() -> None:

@@ -137,12 +137,12 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       copies gain from 16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an
       L3 per core complex on AMD Zen). On an Intel Xeon (2 MiB L2, 480 MiB L3), against the
       L3's 256 MiB, cold (every call on fresh operands, rotating over 1-1.5 GiB): copies of
-      2-4 MiB 1.2-1.8x faster on 1 and 2 threads (fills level), 64 MiB 1.2-2.5x; float32 ->
-      float16 / bfloat16 NCHW -> NHWC of 9-12 MiB 1.17-1.30x; 3-channel 1080p CHW -> HWC
+      2-4 MiB 1.0-1.8x faster on 1 and 2 threads (fills level), 64 MiB 1.0-2.6x; float32 ->
+      float16 / bfloat16 NCHW -> NHWC of 9-37 MiB 1.17-1.30x; 3-channel 1080p CHW -> HWC
       1.5-1.75x. Warm (tune_copy.py, a memcpy between calls): transposes of 2-3 MiB
-      1.1-2x on 1 thread, level on 2; 0.5 MiB (in the L2) behind. Only calls on the same
-      arrays every time, which the 480 MiB L3 keeps, lose (1080p images 0.55x, 9-12 MiB
-      conversions 0.72-0.88x): a shared L3 under load does not keep them.
+      1.1-2x on 1 thread, level on 2; 0.5 MiB (in the L2) behind. Only loops on the same
+      arrays, which the 480 MiB L3 keeps whole, lose (bench_copy's warm 4 MiB rows on 2
+      threads: 24 of 38 slower, 0.45-0.9x): a shared L3 under load does not keep them.
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained
       (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
@@ -164,9 +164,9 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       256 KiB box took 1.7x the time of a 128 KiB one; on the Xeon's 2 MiB L2, 128 KiB
       against 512 KiB: float32 -> int4 NCHW64 1.52-1.54x faster, back 1.16-1.23x).
     - ``convert_tiled_bytes`` = L2 / 2, 64-256 KiB (the one-pass conversion tiles: on a 512
-      KiB L2, 256 KiB took 0.9x the time of 128 KiB; on the Xeon's 2 MiB L2, 128-512 KiB
-      streamed float32 -> float16 / bfloat16 NCHW -> NHWC of 37 MiB 1.2-1.25x faster than
-      1 MiB tiles, level in cache).
+      KiB L2, 256 KiB took 0.9x the time of 128 KiB; on the Xeon's 2 MiB L2, 256 KiB against
+      1 MiB tiles, streamed float32 -> float16 / bfloat16 NCHW -> NHWC of 37 MiB: warm
+      1.2-1.25x faster, cold 1.12x on 1 thread and level on 2; level in cache).
     - ``shift_buffer_bytes`` = L2 / 2, 64 KiB - 1 MiB (the overlap routes' buffer).
     """
     l2 = caches.l2 or FALLBACK.l2

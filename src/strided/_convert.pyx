@@ -167,9 +167,9 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
         # float16 / bfloat16 NHWC conversion reading 24.5 or 32 MiB and writing half that
         # (under the 32 MiB L3), streamed against not, paired (AMD EPYC Zen 3): 1.07-1.20x
         # faster on 1 thread, 1.05-1.11x on 2. On an Intel Xeon (nt_bytes 4 MiB: 2 L2s),
-        # cold (rotating over 1.5 GiB), against the L3's 256 MiB: 9-12 MiB 1.17-1.30x, 37 MiB
-        # 1.0x (1 and 2 threads); warm (the same arrays every call, which its 480 MiB L3
-        # keeps) 9-12 MiB were 0.72-0.88x.
+        # cold (rotating over 1.5 GiB), streamed against not: 9-12 MiB 1.17-1.30x, 37 MiB
+        # 1.22-1.28x (1 and 2 threads). (Warm loops on the same arrays unmeasured: the A/B
+        # that alternated the two call by call on one pair of arrays is not a measure.)
         if streams(T, P.nbytes):
             P.stream = ST_NT
     # Dense pixels of 3 or 4 uint8/int8 channels to float32 planes (an image loader's HWC ->

@@ -135,13 +135,13 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 # (1 thread, 64 MiB float32, AMD EPYC Zen 3, interleaved A/B against a memcpy: NCHW -> NHWC
 # C = 256 0.55-0.61x -> 0.60-0.73x, (rows, 768) column-major 0.63-0.75x -> 0.66-0.87x, the
 # others within the noise, in four runs; prefetching into L2 only (locality 1) measured the
-# same. On an Intel Xeon (2 MiB L2, 480 MiB L3) it lost on every item size but bytes, fetched
-# against not, 64 MiB: float32 2-D 0.93 vs 0.76, column-major 1.00 vs 0.80, C = 256 0.89 vs
-# 0.77 (1 thread), 1.66 vs 1.34, 1.78 vs 1.41, 1.77 vs 1.44 (2 threads); float64 2-D 1.07 vs
-# 0.84, column-major 1.10 vs 0.85; uint16 2-D 1.01 vs 0.80 (column-major 0.62 vs 0.68); uint8
-# column-major gained (0.38 vs 0.47, 0.71 vs 0.85 on 2 threads), the rest level; cold
-# (rotating over 1 GiB) float32 2-D, column-major and C = 256 1.2x faster without, bytes
-# level: there strided._caches sets it to 1, bytes only)
+# same. On an Intel Xeon (2 MiB L2, 480 MiB L3) it lost on every item size but bytes, without
+# the fetch against with it, 64 MiB: float32 2-D 0.93 vs 0.76, column-major 1.00 vs 0.80,
+# C = 256 0.89 vs 0.77 (1 thread), 1.66 vs 1.34, 1.78 vs 1.41, 1.77 vs 1.44 (2 threads);
+# float64 2-D 1.07 vs 0.84, column-major 1.10 vs 0.85; uint16 2-D 1.01 vs 0.80 (column-major
+# 0.62 vs 0.68); uint8 column-major gained (0.38 vs 0.47, 0.71 vs 0.85 on 2 threads), the
+# rest level; cold (rotating over 1 GiB) float32 2-D, column-major and C = 256 1.2x faster
+# without, bytes level: there strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
