@@ -71,6 +71,7 @@ ctypedef struct Tuning:
     int fetch_next
     int vector_rows_in_place
     int crowd_runs
+    int nt_pages
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -245,6 +245,55 @@ def test_rows_of_a_few_kib_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_streamed_rows_read_four_pages_at_once_and_stay_inside():
+    """Streamed rows (every copy streaming: nt_bytes 0) with and without the four-page loop
+    (rows.h st_stream_lines4, ST_PAGES): one run of 16 KiB and more read 4 KiB apart at once,
+    and four rows of 4 KiB and more at once, each from its own first line boundary, the lines
+    one row has more than the others and every row's ends on their own. Row lengths around
+    both thresholds, one to six rows (a group of four and its remainder), padded and odd
+    starts, the source's or the destination's last byte right before a guard page, 1 and 2
+    threads. The destination's pages must hold exactly np.copyto's result."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(80), guarded.Arena(80)
+        rng = np.random.default_rng(11)
+        problems = copies = 0
+        old = _copy._tune(nt_bytes=0)
+        try:
+            for pages in (1, 0):
+                _copy._tune(nt_pages=pages)
+                for n in (4095, 4096, 4097, 4160, 8191, 16383, 16384, 16385, 32868, 49216):
+                    for rows in (1, 3, 4, 5, 6):
+                        for spad, dpad in ((0, 0), (7, 0), (0, 5), (64, 3)):
+                            sused, dused = rows * (n + spad) - spad, rows * (n + dpad) - dpad
+                            if max(sused, dused) > src_area.size:
+                                continue
+                            for at_end, sbase, dbase, before, expected in guarded.placements(
+                                    src_area, dst_area, sused, dused, rng):
+                                src = src_area.view(sbase, (rows, n), (n + spad, 1), np.uint8)
+                                dst = dst_area.view(dbase, (rows, n), (n + dpad, 1), np.uint8)
+                                for r in range(rows):
+                                    at = dbase + r * (n + dpad)
+                                    expected[at:at + n] = src[r]
+                                st.copyto(dst, src, num_threads=1 + rows % 2)
+                                copies += 1
+                                if not (np.array_equal(dst_area.bytes, expected)
+                                        and np.array_equal(src_area.bytes, before)):
+                                    problems += 1
+                                    print("wrong", pages, n, rows, spad, dpad, at_end)
+        finally:
+            _copy._tune(**old)
+        print("copies", copies)
+        print("problems", problems)
+    """, timeout=900)
+    assert "copies 0" not in out, out
+    assert out.strip().splitlines()[-1] == "problems 0", out
+
+
 def test_transposes_with_ragged_edges_stay_inside():
     """2-D transposes tiled in place (transpose.h ST_DEFINE_TRANSPOSE) and through the staging
     tile (tile.h), where a ragged last row or column of tiles is one more tile flush with the

@@ -347,6 +347,10 @@ static void st_rows_avx2(char *d, st_idx dp, const char *s, st_idx sp, st_idx R,
 }
 #endif
 
+/* Streamed rows from this long go four at a time (ST_PAGES). Measured against one at a time
+ * (Intel Xeon, 64 MiB padded -> packed float32, cold, 1 and 2 threads): rows of 1 KiB
+ * 0.84-0.86x, 2 KiB 0.98-1.01x, 4 KiB 1.15-1.21x, 8 KiB 1.23-1.30x. */
+#define ST_PAGE_ROWS_FROM 4096
 /* R contiguous rows of n bytes (see st_store_row for `nt`). */
 static inline void st_copy_rows(char *d, st_idx dp, const char *s, st_idx sp, st_idx R,
                                 size_t n, int nt)
@@ -355,6 +359,36 @@ static inline void st_copy_rows(char *d, st_idx dp, const char *s, st_idx sp, st
 #if defined(ST_FILL_AVX2)
     if (!(nt & ST_NT) && n >= 32 && n <= ST_ROWS_INLINE_MAX && st_simd >= 2) {
         st_rows_avx2(d, dp, s, sp, R, n);
+        return;
+    }
+#endif
+#if ST_HAVE_SSE2
+    /* streamed rows shorter than four pages: four rows at once (rows.h, st_stream_lines4),
+     * each from its first line boundary; heads, ends and the lines one row has more than the
+     * others through st_copy_rounds */
+    if ((nt & ST_PAGES) && (nt & ST_NT) && n >= ST_PAGE_ROWS_FROM && n < ST_PAGE_SPAN) {
+        for (r = 0; r + 4 <= R; r += 4) {
+            char *o[4];
+            const char *in[4];
+            size_t left[4], lines = n / 64, head;
+            int i;
+            for (i = 0; i < 4; i++) {
+                o[i] = d + (r + i) * dp;
+                in[i] = s + (r + i) * sp;
+                head = (size_t)(-(uintptr_t)o[i]) & 63;
+                st_copy_run(o[i], in[i], head);
+                o[i] += head;
+                in[i] += head;
+                left[i] = n - head;
+                if (left[i] / 64 < lines)
+                    lines = left[i] / 64;
+            }
+            st_stream_lines4(o, in, lines);
+            for (i = 0; i < 4; i++)
+                st_copy_rounds(o[i] + lines * 64, in[i] + lines * 64, left[i] - lines * 64, 1);
+        }
+        for (; r < R; r++)
+            st_store_row(d + r * dp, s + r * sp, n, nt);
         return;
     }
 #endif

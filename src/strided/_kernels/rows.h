@@ -90,6 +90,37 @@ ST_INLINE void st_memcpy(char *d, const char *s, size_t n)
     memcpy(d, s, n);
 }
 
+#if ST_HAVE_SSE2
+/* Stream `lines` whole lines of four runs, line k of each in turn: d[i] 64-byte aligned.
+ * A core reads from memory faster from four places at once than along one: the hardware
+ * prefetchers follow each run within its 4 KiB page, and four keep more lines in flight (the
+ * way glibc's memcpy streams copies larger than its non-temporal threshold). Measured in C,
+ * streaming 64 and 512 MiB with 16-byte stores (Intel Xeon, 2 MiB L2, 480 MiB L3; operands
+ * cold): one run 16.2-17.4 GB/s on 1 thread, 33.6-35.0 on 2; four runs 4 KiB apart 21.7-22.5
+ * and 43.8-44.7 (glibc's memcpy at 512 MiB: 21.5 and 43.5); two runs 20.1-20.2 and 40.4-40.9;
+ * a software prefetch 512 B or 1 KiB ahead 0.6-0.8x slower; 32-byte stores level. */
+ST_INLINE void st_stream_lines4(char *const d[4], const char *const s[4], size_t lines)
+{
+    size_t k;
+    int i;
+    for (k = 0; k < lines * 64; k += 64)
+        for (i = 0; i < 4; i++) {
+            const char *in = s[i] + k;
+            char *o = d[i] + k;
+            __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)in);
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(in + 16));
+            __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(in + 32));
+            __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(in + 48));
+            _mm_stream_si128((__m128i *)(void *)o, v0);
+            _mm_stream_si128((__m128i *)(void *)(o + 16), v1);
+            _mm_stream_si128((__m128i *)(void *)(o + 32), v2);
+            _mm_stream_si128((__m128i *)(void *)(o + 48), v3);
+        }
+}
+
+#define ST_PAGE_SPAN 16384   /* four 4 KiB pieces of a run streamed at once */
+#endif
+
 ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
 {
 #if ST_HAVE_SSE2
@@ -99,6 +130,12 @@ ST_INLINE void st_store_row(char *d, const char *s, size_t n, int nt)
             st_copy_run(d, s, head);
             d += head; s += head; n -= head;
         }
+        if (nt & ST_PAGES)
+            for (; n >= ST_PAGE_SPAN; n -= ST_PAGE_SPAN, d += ST_PAGE_SPAN, s += ST_PAGE_SPAN) {
+                char *const o[4] = {d, d + 4096, d + 8192, d + 12288};
+                const char *const in[4] = {s, s + 4096, s + 8192, s + 12288};
+                st_stream_lines4(o, in, 4096 / 64);
+            }
         st_copy_rounds(d, s, n, 1);
         return;
     }
