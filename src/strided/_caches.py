@@ -150,6 +150,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       with one-vector pixels tile in place rather than stream (on AMD 1.1-1.7x faster in
       place at 64-256 MiB; on the Xeon level for bytes and uint16, 0.82-0.88x for floats
       and doubles).
+    - ``nt_pages`` = 0, on Intel 1: streamed runs read four pages at once (rows.h). On the
+      Xeon, cold, 64 MiB: packed copies 1.18-1.24x faster, padded -> packed with 16 KiB rows
+      1.29-1.36x, transposes level; a streamed copy of 512 MiB 1.28-1.32x. Not measured on
+      AMD yet, so AMD and unknown vendors keep one run at a time.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -180,6 +184,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "stage_big_from": min(8 * MiB, nt // 2),
         "fetch_next": 1 if intel else 16,
         "vector_rows_in_place": 0 if intel else 16,
+        "nt_pages": 1 if intel else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -144,13 +144,14 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 # rest level; cold (rotating over 1 GiB) float32 2-D, column-major and C = 256 1.2x faster
 # without, bytes level: there strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
-_TUNING.nt_pages = 1                # streamed runs and rows read four pages at once
+_TUNING.nt_pages = 0                # streamed runs and rows read four pages at once
 # (rows.h, st_stream_lines4: long runs 4 KiB pieces, rows of 4 KiB and more four rows). Cold
 # (each call on fresh operands), 64 MiB, on against off (Intel Xeon, 2 MiB L2, 480 MiB L3):
 # packed copies 1.18-1.24x, padded -> packed (16 KiB rows) 1.29-1.36x, rows of 4 KiB
 # 1.15-1.21x, 8 KiB 1.23-1.30x, 64 KiB 1.17-1.20x, 1 and 2 threads; every transpose level
 # (0.97-1.05x: their streamed runs come from the staging tile, in cache). AMD unmeasured;
-# glibc's memcpy streams its copies above the non-temporal threshold this way on both vendors.
+# glibc's memcpy streams its copies above the non-temporal threshold this way on both vendors;
+# strided._caches turns it on for Intel only until AMD is measured.
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -165,6 +166,7 @@ _TUNING.stage_big_from = _derived["stage_big_from"]
 _TUNING.llc_bytes = _derived["llc_bytes"]
 _TUNING.fetch_next = _derived["fetch_next"]
 _TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
+_TUNING.nt_pages = _derived["nt_pages"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
