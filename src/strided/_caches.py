@@ -154,6 +154,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       Xeon, cold, 64 MiB: packed copies 1.18-1.24x faster, padded -> packed with 16 KiB rows
       1.29-1.36x, transposes level; a streamed copy of 512 MiB 1.28-1.32x. Not measured on
       AMD yet, so AMD and unknown vendors keep one run at a time.
+    - ``crowd_rows`` = 4, on Intel with an L1d of 48 KiB or more (12 ways) 8: a streamed
+      transpose reads its source through a line buffer once more of a micro-tile's rows share
+      an L1 set (on the Xeon, 64 MiB cold: 32-128 float channels and NCDHW 1.11-1.37x,
+      2-D float32 0.91-0.95x; 4 MiB 1.0-1.31x; see tile.h).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -185,6 +189,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "fetch_next": 1 if intel else 16,
         "vector_rows_in_place": 0 if intel else 16,
         "nt_pages": 1 if intel else 0,
+        "crowd_rows": 8 if intel and (caches.l1d or 0) >= 48 * KiB else 4,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

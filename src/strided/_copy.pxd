@@ -72,6 +72,7 @@ ctypedef struct Tuning:
     int vector_rows_in_place
     int crowd_runs
     int nt_pages
+    int crowd_rows
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

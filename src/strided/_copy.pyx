@@ -73,6 +73,7 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_FETCH_DOWN
         ST_RUNS
         ST_PAGES
+        ST_SETS8
         ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
@@ -144,6 +145,9 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 # rest level; cold (rotating over 1 GiB) float32 2-D, column-major and C = 256 1.2x faster
 # without, bytes level: there strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
+_TUNING.crowd_rows = 4              # streamed tiles read source rows through the line
+# buffer once more than this many of a micro-tile's rows share an L1 set (4: the 8-way L1 of
+# the AMD EPYC, with every stride a multiple of 2 KiB; 8 or more: past 8, a 12-way L1; tile.h)
 _TUNING.nt_pages = 0                # streamed runs and rows read four pages at once
 # (rows.h, st_stream_lines4: long runs 4 KiB pieces, rows of 4 KiB and more four rows). Cold
 # (each call on fresh operands), 64 MiB, on against off (Intel Xeon, 2 MiB L2, 480 MiB L3):
@@ -167,6 +171,7 @@ _TUNING.llc_bytes = _derived["llc_bytes"]
 _TUNING.fetch_next = _derived["fetch_next"]
 _TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
 _TUNING.nt_pages = _derived["nt_pages"]
+_TUNING.crowd_rows = _derived["crowd_rows"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -187,6 +192,8 @@ def _knob(name, value):
         return max(-1, min(1, int(value)))
     if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages"):
         return int(bool(value))
+    if name == "crowd_rows":
+        return max(4, min(16, int(value)))
     if name in ("fetch_next", "vector_rows_in_place"):
         return max(0, min(16, int(value)))
     if name == "chunks_per_thread":
@@ -687,6 +694,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # (strided._caches), and they stream.
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
+        P.runs = ST_SETS8 if T.crowd_rows >= 8 else 0
         P.fetch = P.unit <= T.fetch_next
         if _nt_whole_rows(P, T):
             P.BC = P.C

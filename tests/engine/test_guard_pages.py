@@ -341,7 +341,9 @@ def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     the planner chooses, each operand's last byte right before a guard page and the other's
     first right after one, every SIMD level, 1 and 2 threads. The destination's pages must hold
     exactly np.copyto's result; the source's must be unchanged. With ``crowd_runs`` off, the
-    buffer holds one line a row (the streamed copies' and the conversions' way)."""
+    buffer holds one line a row (the streamed copies' and the conversions' way); streamed
+    (``nt_bytes`` 0), with ``crowd_rows`` 4 and 8 (ST_SETS8: up to 8 rows in a set read
+    directly)."""
     out = run_isolated("""
         import numpy as np
         from strided import _copy
@@ -350,10 +352,13 @@ def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
         src_area, dst_area = guarded.Arena(52), guarded.Arena(8)
         rng = np.random.default_rng(13)
         problems = copies = 0
-        for level, staged, runs in [(lv, s, r) for lv in range(_copy._simd() + 1)
-                                    for s in (-1, 1) for r in (0, 1)]:
+        default = _copy._tune()
+        tunes = [dict(staged=s, crowd_runs=r) for s in (-1, 1) for r in (0, 1)] + [
+            dict(nt_bytes=0, crowd_rows=c) for c in (4, 8)]
+        for level, tune in [(lv, tn) for lv in range(_copy._simd() + 1) for tn in tunes]:
             _copy._simd(level)
-            _copy._tune(staged=staged, crowd_runs=runs)
+            _copy._tune(**{**default, **tune})
+            staged, runs = tune.get("staged"), tune.get("crowd_runs", tune.get("crowd_rows"))
             for k in (1, 2, 4, 8):
                 dtype = np.dtype(f"V{k}")
                 line = 64 // k
