@@ -146,6 +146,32 @@ def transpose_stays_inside(src_area, dst_area, R, C, sp, dp, dtype, rng, threads
     return copies, wrong
 
 
+def rows_stay_inside(src_area, dst_area, rows, n, spad, dpad, rng, threads):
+    """``rows`` contiguous rows of ``n`` bytes, the source's ``n + spad`` apart and the
+    destination's ``n + dpad``, copied by ``strided.copyto`` on ``threads`` threads in both
+    :func:`placements`: ``(copies, wrong)`` as in :func:`transpose_stays_inside`; ``(0, [])``
+    when the operands do not fit the arenas."""
+    import strided
+
+    sused, dused = rows * (n + spad) - spad, rows * (n + dpad) - dpad
+    if sused > src_area.size or dused > dst_area.size:
+        return 0, []
+    copies, wrong = 0, []
+    for at_end, sbase, dbase, before, expected in placements(src_area, dst_area, sused, dused,
+                                                            rng):
+        src = src_area.view(sbase, (rows, n), (n + spad, 1), np.uint8)
+        dst = dst_area.view(dbase, (rows, n), (n + dpad, 1), np.uint8)
+        for r in range(rows):
+            at = dbase + r * (n + dpad)
+            expected[at:at + n] = src[r]
+        strided.copyto(dst, src, num_threads=threads)
+        copies += 1
+        if not (np.array_equal(dst_area.bytes, expected)
+                and np.array_equal(src_area.bytes, before)):
+            wrong.append(at_end)
+    return copies, wrong
+
+
 _ARENAS: dict[tuple[str, int], Arena] = {}
 
 

@@ -156,8 +156,8 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       AMD yet, so AMD and unknown vendors keep one run at a time.
     - ``crowd_rows`` = 4, on Intel with an L1d of 48 KiB or more (12 ways) 8: a streamed
       transpose reads its source through a line buffer once more of a micro-tile's rows share
-      an L1 set (on the Xeon, 64 MiB cold: 32-128 float channels and NCDHW 1.11-1.37x,
-      2-D float32 0.91-0.95x; 4 MiB 1.0-1.31x; see tile.h).
+      an L1 set (on the Xeon, 64 MiB cold: 32-128 float channels and NCDHW 1.10-1.37x,
+      2-D float32 0.91-1.07x over four runs; 4 MiB 1.0-1.31x; see tile.h).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon

@@ -97,10 +97,11 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
      * NCHW -> NHWC at 32 and 64 MiB). With ST_SETS8 (a 12-way L1: strided._caches), streamed  \
      * tiles read the source directly up to 8 rows in a set: Intel Xeon, 48 KiB L1d, cold,    \
      * against the buffer, 64 MiB 1 / 2 threads: float32 NCHW -> NHWC with 128 channels       \
-     * 1.34 / 1.37x, 32 channels 1.18 / 1.18x, NCDHW 1.16 / 1.11x, uint8 (rows, 768)          \
-     * column-major 1.18 / 1.19x, float32 2-D 0.91 / 0.95x, NCHW32 0.95 / 1.06x, uint8 with   \
-     * 256 channels 0.99 / 0.88x, the rest level; 4 MiB 1 thread 1.0-1.31x (2-D float32       \
-     * 1.12x). In cache (1 MiB) it lost up to 0.69x, so only streamed tiles take it. */       \
+     * 1.34 / 1.37x, 32 channels 1.13-1.18 / 1.18x, NCDHW 1.10-1.16 / 1.11x, uint8 (rows,     \
+     * 768) column-major 1.16-1.18 / 1.19x, float32 2-D 0.91-1.07 / 0.95x (four runs on 1     \
+     * thread), NCHW32 0.95-1.11 / 1.06x, the rest level within the machine's noise; 4 MiB 1  \
+     * thread 1.0-1.31x. In cache (1 MiB) it lost up to 0.69x, so only streamed tiles take    \
+     * it. */                                                                                 \
     const int crowd_ = rf >= ST_LINE_OF(TS) &&                                                \
         ((nt & ST_NT) && (nt & ST_SETS8)                                                      \
              ? st_l1_crowd(sq * (st_idx)sizeof(TS), M) > 8                                    \
