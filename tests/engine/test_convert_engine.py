@@ -234,6 +234,41 @@ def test_numpy_fast_path_declines_what_it_cannot_decide():
     assert convert_arrays(np.zeros((2, 3)), f, "same_kind", None, None, None)
 
 
+def test_numpy_fast_path_converts_ml_dtypes_bfloat16():
+    """ml_dtypes' bfloat16 (a numpy user type) takes the compiled path both ways, with the
+    checked path's bits (every NaN -> 0x7fc0, ties to even, tails of every vector length);
+    ml_dtypes' other 2-byte-or-less types are declined, so the checked path refuses them."""
+    ml = pytest.importorskip("ml_dtypes")
+    from strided.interop._ndarray import convert_arrays
+
+    bf16 = np.dtype(ml.bfloat16)
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 15, 16, 17, 33, 1000):
+        bits = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+        bits[: n // 3] = (bits[: n // 3] & 0xFFFF0000) | 0x8000       # ties
+        bits[n // 3: n // 2] |= 0x7F800000                            # infinities and NaNs
+        x = bits.view(np.float32)
+        out = np.full(n, 0xFFFF, np.uint16).view(bf16)
+        assert convert_arrays(out, x, "same_kind", None, None, None)
+        hi = bits >> 16
+        nan = (bits & 0x7FFFFFFF) > 0x7F800000
+        rounded = ((bits.astype(np.uint64) + 0x7FFF + (hi & 1)) >> 16).astype(np.uint16)
+        expected = np.where(nan, np.uint16(0x7FC0), rounded)
+        assert np.array_equal(out.view(np.uint16), expected)
+        back = np.full(n, np.nan, np.float32)
+        assert convert_arrays(back, out, "same_kind", None, None, None)
+        assert np.array_equal(back.view(np.uint32), expected.astype(np.uint32) << 16)
+    view = np.zeros((4, 8), np.float32)[:, ::2].T
+    out = np.zeros((4, 4), bf16)
+    assert convert_arrays(out, view, "same_kind", None, None, None)
+    assert np.array_equal(out, view.astype(bf16))
+    f8 = np.dtype(ml.float8_e4m3fn)
+    assert not convert_arrays(np.zeros(4, f8), np.ones(4, np.float32), "unsafe", None, None,
+                              None)
+    with pytest.raises(TypeError):
+        st.copyto(np.zeros(4, f8), np.ones(4, np.float32), casting="unsafe")
+
+
 def test_dlpack_libraries_get_converted_results_of_their_own():
     xp = pytest.importorskip("array_api_strict")
     a = xp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5)

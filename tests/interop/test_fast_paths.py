@@ -133,6 +133,18 @@ def test_view_array_keeps_base_alive_and_writes_through():
     assert v[0].tolist() == [7.0, 9.0, 11.0]
 
 
+def test_view_array_of_ml_dtypes_bfloat16_is_the_checked_view():
+    """ml_dtypes' bfloat16 (a numpy user type the fast path knows by name) keeps its dtype."""
+    ml = pytest.importorskip("ml_dtypes")
+    base = np.arange(12, dtype=np.float32).astype(ml.bfloat16)
+    layout = st.Layout((2, 3), (-6, 2), offset=7, itemsize=2)
+    fast = _ndarray.view_array(base, layout)
+    checked = _checked_view(base, layout)
+    assert fast is not None and fast.dtype == checked.dtype == base.dtype
+    assert fast.strides == checked.strides and np.array_equal(fast, checked)
+    assert fast.base is base
+
+
 def test_view_array_marks_aliasing_views_and_views_of_read_only_bases_read_only():
     base = np.arange(6, dtype=np.int32)
     assert not st.view(base, st.Layout((2, 3), (0, 1), itemsize=4)).flags.writeable

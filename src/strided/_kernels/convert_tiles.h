@@ -42,17 +42,6 @@
 #define ST_TILE_F16C __attribute__((target("avx2,f16c")))
 #define ST_TILE_INLINE static inline __attribute__((always_inline))
 
-/* 8 floats rounded as torch rounds to bfloat16 (st_f32_to_bf16: to nearest even, NaN ->
- * 0x7fc0), each result in the high half of its 32-bit item (the low half is left over) */
-ST_TILE_AVX2 ST_TILE_INLINE __m256i st_bf16_high(__m256 x)
-{
-    const __m256i u = _mm256_castps_si256(x);
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
-    return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000),
-                              _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
-}
-
 #define ST_LD_F32(p) _mm256_loadu_ps((const float *)(const void *)(p))
 
 /* float16, an 8 x 8 micro-tile: eight source rows of 8 floats (ss items apart) transposed in

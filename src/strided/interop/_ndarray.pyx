@@ -88,6 +88,11 @@ cdef extern from *:
             case NPY_CFLOAT: return ST_C64;
             case NPY_CDOUBLE: return ST_C128;
         }
+        /* ml_dtypes' bfloat16 (a user type: its number is given at registration), told as
+         * strided.interop._numpy's _dlpack_dtype tells it, by its type's full name */
+        if (n >= NPY_USERDEF && size == 2 && d->kind == 'V'
+                && strcmp(d->typeobj->tp_name, "ml_dtypes.bfloat16") == 0)
+            return ST_BF16;
         if (PyTypeNum_ISSIGNED(n))
             return size == 1 ? ST_I8 : size == 2 ? ST_I16 : size == 4 ? ST_I32
                  : size == 8 ? ST_I64 : -1;
