@@ -103,36 +103,39 @@ class Arena:
         return as_strided(one, shape=sizes, strides=[s * dtype.itemsize for s in strides])
 
 
-def placements(src_area, dst_area, src_used, dst_used, rng):
+def placements(src_area, dst_area, src_used, dst_used, rng, lead=(0, 0)):
     """The two placements of a copy's operands in their arenas, each on fresh random bytes:
     the source's first byte right after its leading guard page and the destination's last
-    right before its trailing one, then the source's last and the destination's first. Yields
+    right before its trailing one, then the source's last and the destination's first (each
+    ``lead`` bytes further in: source, destination, so that a layout starts anywhere in a
+    line). Yields
     ``(at_end, src_first, dst_first, src_bytes, dst_bytes)``: whether the source ends at its
     page, the byte offsets of the two operands, and copies of both arenas' bytes before the
     copy (the source's to find stray writes, the destination's to build the expected page)."""
     for at_end in (False, True):
-        src_first = src_area.size - src_used if at_end else 0
-        dst_first = 0 if at_end else dst_area.size - dst_used
+        src_first = src_area.size - src_used - lead[0] if at_end else lead[0]
+        dst_first = lead[1] if at_end else dst_area.size - dst_used - lead[1]
         src_area.bytes[:] = rng.integers(0, 256, src_area.size, dtype=np.uint8)
         dst_area.bytes[:] = rng.integers(0, 256, dst_area.size, dtype=np.uint8)
         yield at_end, src_first, dst_first, src_area.bytes.copy(), dst_area.bytes.copy()
 
 
-def transpose_stays_inside(src_area, dst_area, R, C, sp, dp, dtype, rng, threads):
+def transpose_stays_inside(src_area, dst_area, R, C, sp, dp, dtype, rng, threads,
+                           lead=(0, 0)):
     """The 2-D transpose ``dst[r, c] = src[r, c]`` (the destination's rows ``dp`` items apart,
-    the source's columns ``sp`` apart) in both :func:`placements`, by ``strided.copyto`` on
-    ``threads`` threads: ``(copies, wrong)``, the copies made and the ``at_end`` of each whose
-    destination pages differ from np.copyto's result or whose source pages changed; ``(0,
-    [])`` when the operands do not fit the arenas."""
+    the source's columns ``sp`` apart) in both :func:`placements` (with their ``lead``), by
+    ``strided.copyto`` on ``threads`` threads: ``(copies, wrong)``, the copies made and the
+    ``at_end`` of each whose destination pages differ from np.copyto's result or whose source
+    pages changed; ``(0, [])`` when the operands do not fit the arenas."""
     import strided
 
     k = np.dtype(dtype).itemsize
     sused, dused = ((C - 1) * sp + R) * k, ((R - 1) * dp + C) * k
-    if sused > src_area.size or dused > dst_area.size:
+    if sused + lead[0] > src_area.size or dused + lead[1] > dst_area.size:
         return 0, []
     copies, wrong = 0, []
     for at_end, sbase, dbase, before, expected in placements(src_area, dst_area, sused, dused,
-                                                            rng):
+                                                            rng, lead):
         src = src_area.view(sbase, (R, C), (1, sp), dtype)
         dst = dst_area.view(dbase, (R, C), (dp, 1), dtype)
         want = expected[dbase:dbase + dused].view(dtype)

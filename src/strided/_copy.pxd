@@ -114,6 +114,7 @@ ctypedef struct Plan:
     int unit                  # bytes moved per element of the plan: 1, 2, 4, 8 or 16
     int nt                    # 1: write whole lines with non-temporal stores
     int align                 # 1: block columns start on the destination's 64-byte lines
+    int align_rows            # 1: block rows start on the source's 64-byte lines
     int stitch                # 1: lines straddling two blocks of a strip are finished whole
     int fetch                 # 1: a staged block fetches the next block's source (ST_FETCH*)
     int runs                  # ST_RUNS: staged in cache, crowded rows read in runs of lines

@@ -313,6 +313,48 @@ def test_transposes_with_ragged_edges_stay_inside():
     assert out.strip().splitlines()[-1] == "problems 0", out
 
 
+def test_transposes_in_place_from_anywhere_in_a_line_stay_inside():
+    """In-place tiled transposes whose blocks start on both sides' lines (_copy.pyx: the first
+    block row and column are the items before the source's and the destination's first line
+    boundary): rows a whole number of lines apart, each operand starting anywhere in a line
+    (0, one item, 16 and 48 bytes, a line less one item in), extents that leave that first
+    block narrower than a micro-tile, one, or more, and ragged ends; the last byte of one
+    operand right before a guard page and the other's first right after one (after its lead),
+    every SIMD level, 1 and 2 threads. The destination's pages must hold exactly np.copyto's
+    result; the source's must be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
+        rng = np.random.default_rng(12)
+        problems = copies = 0
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for k in (1, 2, 4, 8):
+                dtype = np.dtype(f"V{k}")
+                line = 64 // k
+                leads = sorted({0, k, 16, 48, 64 - k})
+                for R, C in ((2 * line, 2 * line), (2 * line + 5, line + 3), (3 * line, 41)):
+                    sp, dp = -(-R // line) * line, -(-C // line) * line
+                    assert _copy._block_kind((R, C), (dp, 1), (1, sp), k) == "transpose"
+                    for lead in [(a, b) for a in leads for b in leads]:
+                        done, wrong = guarded.transpose_stays_inside(
+                            src_area, dst_area, R, C, sp, dp, dtype, rng, 1 + (R + C) % 2,
+                            lead)
+                        copies += done
+                        for at_end in wrong:
+                            problems += 1
+                            print("wrong", level, k, R, C, lead, at_end)
+        print("copies", copies)
+        print("problems", problems)
+    """, timeout=900)
+    lines = out.strip().splitlines()
+    assert lines[-1] == "problems 0", out
+    assert int(lines[-2].split()[1]) > 1000, out
+
+
 def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     """Source rows whose lines crowd one L1 set (4096 or 2048 bytes apart, or 32761: 7 short
     of 32 KiB) go through a line buffer four lines a row (tile.h; rows of one vector written
