@@ -747,7 +747,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # thread, both arrays 16 bytes into a line against 64-byte aligned): float32 and
         # float64 2-D transposes ran at 0.56-0.70x, uint8 0.59-0.79x, NHWC -> NCHW with 64
         # float channels 0.48x; with the blocks on the lines 0.83-1.0x (misaligned against
-        # before: 1.11-1.65x). The first block's extra pass is why not 1.0x everywhere;
+        # before: 1.11-1.76x). The first block's extra pass is why not 1.0x everywhere;
         # heads tiled again in every block by the kernel cost more (0.93-1.3x against
         # before). AMD unmeasured.
         P.align = _lines_agree(P)
