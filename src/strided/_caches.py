@@ -158,6 +158,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       transpose reads its source through a line buffer once more of a micro-tile's rows share
       an L1 set (on the Xeon, 64 MiB cold: 32-128 float channels and NCDHW 1.10-1.37x,
       2-D float32 0.91-1.07x over four runs; 4 MiB 1.0-1.31x; see tile.h).
+    - ``down_from`` = 0, on Intel 8: streamed staged transposes whose strips hold at least
+      this many blocks run down each column of blocks first, so the source's rows continue
+      from block to block (on the Xeon, 64 MiB cold: 2-D float32 1.18-1.23x on 1 thread,
+      1.09x on 2; uint8 1.08-1.19x, 1.20x; column-major float32 1.07-1.11x, 1.09x; the rest
+      unchanged; strips of 3-4 blocks run down lost up to 0.86x). Not measured on AMD yet.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -190,6 +195,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "vector_rows_in_place": 0 if intel else 16,
         "nt_pages": 1 if intel else 0,
         "crowd_rows": 8 if intel and (caches.l1d or 0) >= 48 * KiB else 4,
+        "down_from": 8 if intel else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -73,6 +73,7 @@ ctypedef struct Tuning:
     int crowd_runs
     int nt_pages
     int crowd_rows
+    int64_t down_from
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.
@@ -118,6 +119,7 @@ ctypedef struct Plan:
     int stitch                # 1: lines straddling two blocks of a strip are finished whole
     int fetch                 # 1: a staged block fetches the next block's source (ST_FETCH*)
     int runs                  # ST_RUNS: staged in cache, crowded rows read in runs of lines
+    int down                  # 1: blocks run down each column of blocks, then right
     # the conversion's blocks (a copy's cached plans leave them out: keep them after the
     # copy's)
     int stype, dtype, mode    # the pair and how it converts (the kernels' st_cvt_op) ...

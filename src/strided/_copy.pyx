@@ -156,6 +156,16 @@ _TUNING.nt_pages = 0                # streamed runs and rows read four pages at 
 # (0.97-1.05x: their streamed runs come from the staging tile, in cache). AMD unmeasured;
 # glibc's memcpy streams its copies above the non-temporal threshold this way on both vendors;
 # strided._caches turns it on for Intel only until AMD is measured.
+_TUNING.down_from = 0               # streamed staged transposes whose strips hold at least
+# this many blocks run down each column of blocks first (0: never; _run_blocks): the source's
+# rows then continue from one block to the next instead of restarting a strip later. Cold
+# (rotating over 1 GiB), 64 MiB, down against strips (Intel Xeon, tune_copy.py and a plain
+# loop): 1 thread 2-D float32 (64 blocks a strip) 1.18-1.23x, uint8 (32) 1.08-1.19x,
+# column-major float32 (12) 1.07-1.11x; 2 threads 1.09x, 1.20x, 1.09x; 4 MiB 1.0-1.08x;
+# 512 MiB 2 threads level, column-major float32 1.10x. Strips of 3-4 blocks run down lost
+# (column-major uint8 0.97x, NCHW -> NHWC with 256 floats 0.86x: a destination row then
+# takes four passes far apart), hence from 8. AMD unmeasured: strided._caches sets it for
+# Intel only.
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -172,6 +182,7 @@ _TUNING.fetch_next = _derived["fetch_next"]
 _TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
 _TUNING.nt_pages = _derived["nt_pages"]
 _TUNING.crowd_rows = _derived["crowd_rows"]
+_TUNING.down_from = _derived["down_from"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -196,6 +207,8 @@ def _knob(name, value):
         return max(4, min(16, int(value)))
     if name in ("fetch_next", "vector_rows_in_place"):
         return max(0, min(16, int(value)))
+    if name == "down_from":
+        return max(0, min(1 << 30, int(value)))
     if name == "chunks_per_thread":
         return max(0, int(value))
     if name == "nt_bytes":
@@ -671,6 +684,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     cdef bint stream = streams(T, P.nbytes + _read_bytes(P))
     P.align = 0
     P.align_rows = 0
+    P.down = 0
     P.stitch = 0
     P.fetch = 0
     P.runs = 0
@@ -793,6 +807,8 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.nt |= ST_PAGES
     P.nbr = _ceil_div_pos(P.R, P.BR) + P.align_rows
     P.nbc = _ceil_div_pos(P.C, P.BC) + P.align
+    P.down = (P.kind == ST_BLOCK_TBUF and (P.nt & ST_NT) != 0 and not P.stitch
+              and T.down_from > 0 and P.nbc >= T.down_from)
     P.items = P.nbr * P.nbc
     for i in range(P.nouter):
         P.items *= P.n[i]
@@ -801,7 +817,9 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
 cdef inline int _next_block(const Plan* P, int64_t br, int64_t bc) noexcept nogil:
     """Where block (br, bc)'s successor in its strip's order lies, for the kernel to fetch its
     source: the columns to the right (ST_FETCH), the rows below when the strip is one block
-    wide (ST_FETCH_DOWN), or nowhere it can name (0: the last block)."""
+    wide or the blocks run down (ST_FETCH_DOWN), or nowhere it can name (0: the last block)."""
+    if P.down:
+        return ST_FETCH_DOWN if br + 1 < P.nbr else 0
     if bc + 1 < P.nbc:
         return ST_FETCH
     if P.nbc == 1 and br + 1 < P.nbr:
@@ -811,7 +829,9 @@ cdef inline int _next_block(const Plan* P, int64_t br, int64_t bc) noexcept nogi
 
 cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
                       int64_t hi, int64_t lead, int64_t rlead) noexcept nogil:
-    """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims).
+    """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims): a
+    strip (one block row) left to right, then the next; with P.down one block column top to
+    bottom, then the next.
 
     With P.align, block column 0 is the ``lead`` columns before the destination's first line
     boundary, and column k > 0 starts at lead + (k - 1) * BC; with P.align_rows, block row 0
@@ -831,10 +851,16 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
         return
     if P.kind == ST_BLOCK_TBUF:
         scratch = st_scratch()   # this thread's staging tile (thread-local, not on the stack)
-    bc = lo % P.nbc
-    rest = lo // P.nbc
-    br = rest % P.nbr
-    rest = rest // P.nbr
+    if P.down:
+        br = lo % P.nbr
+        rest = lo // P.nbr
+        bc = rest % P.nbc
+        rest = rest // P.nbc
+    else:
+        bc = lo % P.nbc
+        rest = lo // P.nbc
+        br = rest % P.nbr
+        rest = rest // P.nbr
     for i in range(P.nouter - 1, -1, -1):
         idx[i] = rest % P.n[i]
         rest = rest // P.n[i]
@@ -878,14 +904,24 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
             if P.nt:
                 st_store_fence()
             return
-        bc += 1
-        if bc < P.nbc:
-            continue
-        bc = 0
-        br += 1
-        if br < P.nbr:
-            continue
-        br = 0
+        if P.down:
+            br += 1
+            if br < P.nbr:
+                continue
+            br = 0
+            bc += 1
+            if bc < P.nbc:
+                continue
+            bc = 0
+        else:
+            bc += 1
+            if bc < P.nbc:
+                continue
+            bc = 0
+            br += 1
+            if br < P.nbr:
+                continue
+            br = 0
         i = P.nouter - 1   # odometer step over the outer dims
         while i >= 0:
             idx[i] += 1

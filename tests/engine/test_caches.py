@@ -59,6 +59,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB,
         "stage_big_from": 8 * MiB,
         "fetch_next": 16, "vector_rows_in_place": 16, "nt_pages": 0, "crowd_rows": 4,
+        "down_from": 0,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -89,7 +90,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert {k: got[k] for k in want} == want
     assert got["llc_bytes"] == got["nt_bytes"]
     assert got["fetch_next"] == got["vector_rows_in_place"] == 16
-    assert got["nt_pages"] == 0 and got["crowd_rows"] == 4
+    assert got["nt_pages"] == 0 and got["crowd_rows"] == 4 and got["down_from"] == 0
 
 
 @pytest.mark.parametrize("l2, l3, want", [
@@ -97,7 +98,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     # counts as in (at most 256 MiB)
     (2 * MiB, 480 * MiB, {"nt_bytes": 4 * MiB, "stage_big_from": 2 * MiB,
                           "llc_bytes": 256 * MiB, "fetch_next": 1, "vector_rows_in_place": 0,
-                          "nt_pages": 1, "crowd_rows": 8,
+                          "nt_pages": 1, "crowd_rows": 8, "down_from": 8,
                           "tile_area_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 48 * MiB, "crowd_rows": 8}),
     # never past the last-level cache, never under 4 MiB

@@ -355,6 +355,48 @@ def test_transposes_in_place_from_anywhere_in_a_line_stay_inside():
     assert int(lines[-2].split()[1]) > 1000, out
 
 
+def test_streamed_transposes_running_down_block_columns_stay_inside():
+    """Streamed staged transposes whose blocks run down each column of blocks first
+    (``down_from``, _run_blocks: P.down), the next block's source fetched below
+    (ST_FETCH_DOWN), against the strips' own order: tiles of 16-byte runs so that a strip
+    holds many blocks, destination rows on a shared line offset (the lead column block) and
+    not (stitched strips: never run down), ragged last blocks both ways, each operand's last
+    byte right before a guard page and the other's first right after one (after 0 or 16
+    bytes), every SIMD level, 1 and 2 threads. The destination's pages must hold exactly
+    np.copyto's result; the source's must be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(96), guarded.Arena(96)
+        rng = np.random.default_rng(13)
+        problems = copies = 0
+        _copy._tune(nt_bytes=0, nt_run_bytes=64, stage_bytes=4096, fetch_next=16)
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for down in (0, 1, 3):
+                _copy._tune(down_from=down)
+                for k in (1, 4, 8):
+                    dtype = np.dtype(f"V{k}")
+                    for R, C, dpad in ((100, 333, 0), (67, 1000 // k, 0), (45, 130, 3)):
+                        dp = -(-C // (64 // k)) * (64 // k) + dpad
+                        for lead in ((0, 0), (16, 16)):
+                            done, wrong = guarded.transpose_stays_inside(
+                                src_area, dst_area, R, C, R + 5, dp, dtype, rng,
+                                1 + (R + C) % 2, lead)
+                            copies += done
+                            for at_end in wrong:
+                                problems += 1
+                                print("wrong", level, down, k, R, C, dpad, lead, at_end)
+        print("copies", copies)
+        print("problems", problems)
+    """, timeout=900)
+    lines = out.strip().splitlines()
+    assert lines[-1] == "problems 0", out
+    assert int(lines[-2].split()[1]) > 300, out
+
+
 def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     """Source rows whose lines crowd one L1 set (4096 or 2048 bytes apart, or 32761: 7 short
     of 32 KiB) go through a line buffer four lines a row (tile.h; rows of one vector written

@@ -26,7 +26,7 @@ KNOBS = {
     "convert_tile_columns", "convert_period_items", "convert_planes", "convert_tiled",
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
     "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "vector_rows_in_place",
-    "nt_pages", "crowd_rows",
+    "nt_pages", "crowd_rows", "down_from",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -41,7 +41,7 @@ EXTREME = {
     "convert_period_items": 5, "convert_planes": False, "convert_tiled": False,
     "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64, "nibble_box_bytes": 2,
     "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 16, "crowd_runs": True,
-    "nt_pages": True, "crowd_rows": 8,
+    "nt_pages": True, "crowd_rows": 8, "down_from": 1,
 }
 
 
