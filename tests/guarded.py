@@ -175,6 +175,27 @@ def rows_stay_inside(src_area, dst_area, rows, n, spad, dpad, rng, threads):
     return copies, wrong
 
 
+class Tally:
+    """Counts a guard-page script's copies and wrong ones, printing each wrong one with its
+    label; :meth:`report` prints the two counts, last, for the test to read."""
+
+    def __init__(self):
+        self.copies = self.problems = 0
+
+    def add(self, result, *label):
+        """One ``(copies, wrong)`` result of :func:`transpose_stays_inside` or
+        :func:`rows_stay_inside`."""
+        done, wrong = result
+        self.copies += done
+        for at_end in wrong:
+            self.problems += 1
+            print("wrong", *label, at_end)
+
+    def report(self):
+        print("copies", self.copies)
+        print("problems", self.problems)
+
+
 _ARENAS: dict[tuple[str, int], Arena] = {}
 
 

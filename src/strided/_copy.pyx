@@ -159,10 +159,11 @@ _TUNING.nt_pages = 0                # streamed runs and rows read four pages at 
 _TUNING.down_from = 0               # streamed staged transposes whose strips hold at least
 # this many blocks run down each column of blocks first (0: never; _run_blocks): the source's
 # rows then continue from one block to the next instead of restarting a strip later. Cold
-# (rotating over 1 GiB), 64 MiB, down against strips (Intel Xeon, tune_copy.py and a plain
-# loop): 1 thread 2-D float32 (64 blocks a strip) 1.18-1.23x, uint8 (32) 1.08-1.19x,
-# column-major float32 (12) 1.07-1.11x; 2 threads 1.09x, 1.20x, 1.09x; 4 MiB 1.0-1.08x;
-# 512 MiB 2 threads level, column-major float32 1.10x. Strips of 3-4 blocks run down lost
+# (rotating over 1 GiB), 64 MiB, down against strips (Intel Xeon, four tune_copy.py runs and
+# a plain loop): 1 thread 2-D float32 (64 blocks a strip) 1.03-1.23x, uint8 (32)
+# 1.06-1.19x, column-major float32 (12) 0.97-1.11x; 2 threads 1.09x, 1.20x, 1.09x; 4 MiB
+# 1.0-1.08x; 512 MiB 2 threads level, column-major float32 1.10x. The machine's run-to-run
+# spread is most of those ranges; no run lost more than 3%. Strips of 3-4 blocks run down lost
 # (column-major uint8 0.97x, NCHW -> NHWC with 256 floats 0.86x: a destination row then
 # takes four passes far apart), hence from 8. AMD unmeasured: strided._caches sets it for
 # Intel only.
@@ -836,10 +837,10 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
     With P.align, block column 0 is the ``lead`` columns before the destination's first line
     boundary, and column k > 0 starts at lead + (k - 1) * BC; with P.align_rows, block row 0
     is the ``rlead`` rows before the source's first line boundary, and so on; empty blocks
-    are skipped. Block
-    columns are the innermost index, so the blocks of one strip (the same rows) run one after
-    another; with P.stitch the first block of a strip or of this share is marked ST_FRESH and
-    the last ST_LAST (see st_stitch_row).
+    are skipped. Block columns are the innermost index (block rows with P.down), so the
+    blocks of one strip (the same rows) run one after another; with P.stitch the first
+    block of a strip or of this share is marked ST_FRESH and the last ST_LAST (see
+    st_stitch_row).
     """
     cdef int64_t idx[MAX_NDIM]
     cdef int64_t item = lo, rest, br, bc, doff = 0, soff = 0, r0, c0, width, height
@@ -847,20 +848,19 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
     cdef int64_t u = P.unit
     cdef int i
     cdef char* scratch = NULL
+    # the block index that moves first (bc along a strip, br down a column) and the other
+    cdef int64_t* inner = &br if P.down else &bc
+    cdef int64_t* outer = &bc if P.down else &br
+    cdef int64_t n_inner = P.nbr if P.down else P.nbc
+    cdef int64_t n_outer = P.nbc if P.down else P.nbr
     if lo >= hi:
         return
     if P.kind == ST_BLOCK_TBUF:
         scratch = st_scratch()   # this thread's staging tile (thread-local, not on the stack)
-    if P.down:
-        br = lo % P.nbr
-        rest = lo // P.nbr
-        bc = rest % P.nbc
-        rest = rest // P.nbc
-    else:
-        bc = lo % P.nbc
-        rest = lo // P.nbc
-        br = rest % P.nbr
-        rest = rest // P.nbr
+    inner[0] = lo % n_inner
+    rest = lo // n_inner
+    outer[0] = rest % n_outer
+    rest = rest // n_outer
     for i in range(P.nouter - 1, -1, -1):
         idx[i] = rest % P.n[i]
         rest = rest // P.n[i]
@@ -904,24 +904,14 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
             if P.nt:
                 st_store_fence()
             return
-        if P.down:
-            br += 1
-            if br < P.nbr:
-                continue
-            br = 0
-            bc += 1
-            if bc < P.nbc:
-                continue
-            bc = 0
-        else:
-            bc += 1
-            if bc < P.nbc:
-                continue
-            bc = 0
-            br += 1
-            if br < P.nbr:
-                continue
-            br = 0
+        inner[0] += 1
+        if inner[0] < n_inner:
+            continue
+        inner[0] = 0
+        outer[0] += 1
+        if outer[0] < n_outer:
+            continue
+        outer[0] = 0
         i = P.nouter - 1   # odometer step over the outer dims
         while i >= 0:
             idx[i] += 1

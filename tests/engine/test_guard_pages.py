@@ -45,6 +45,14 @@ def _sweep(selection, timeout):
     return out
 
 
+def _assert_no_problems(out, least_copies):
+    """A guard-page script's last two lines (guarded.Tally.report): no wrong copy, and more
+    than ``least_copies`` made (so that the cases were not all skipped as too large)."""
+    lines = out.strip().splitlines()
+    assert lines[-1] == "problems 0", out
+    assert int(lines[-2].split()[1]) > least_copies, out
+
+
 def test_every_kernel_family_stays_inside_its_layouts():
     """The default sample: every family at every SIMD level, no fault, no stray byte, no
     wrong element."""
@@ -329,7 +337,7 @@ def test_transposes_in_place_from_anywhere_in_a_line_stay_inside():
 
         src_area, dst_area = guarded.Arena(8), guarded.Arena(8)
         rng = np.random.default_rng(12)
-        problems = copies = 0
+        tally = guarded.Tally()
         for level in range(_copy._simd() + 1):
             _copy._simd(level)
             for k in (1, 2, 4, 8):
@@ -340,19 +348,12 @@ def test_transposes_in_place_from_anywhere_in_a_line_stay_inside():
                     sp, dp = -(-R // line) * line, -(-C // line) * line
                     assert _copy._block_kind((R, C), (dp, 1), (1, sp), k) == "transpose"
                     for lead in [(a, b) for a in leads for b in leads]:
-                        done, wrong = guarded.transpose_stays_inside(
+                        tally.add(guarded.transpose_stays_inside(
                             src_area, dst_area, R, C, sp, dp, dtype, rng, 1 + (R + C) % 2,
-                            lead)
-                        copies += done
-                        for at_end in wrong:
-                            problems += 1
-                            print("wrong", level, k, R, C, lead, at_end)
-        print("copies", copies)
-        print("problems", problems)
+                            lead), level, k, R, C, lead)
+        tally.report()
     """, timeout=900)
-    lines = out.strip().splitlines()
-    assert lines[-1] == "problems 0", out
-    assert int(lines[-2].split()[1]) > 1000, out
+    _assert_no_problems(out, least_copies=1000)
 
 
 def test_streamed_transposes_running_down_block_columns_stay_inside():
@@ -371,7 +372,7 @@ def test_streamed_transposes_running_down_block_columns_stay_inside():
 
         src_area, dst_area = guarded.Arena(96), guarded.Arena(96)
         rng = np.random.default_rng(13)
-        problems = copies = 0
+        tally = guarded.Tally()
         _copy._tune(nt_bytes=0, nt_run_bytes=64, stage_bytes=4096, fetch_next=16)
         for level in range(_copy._simd() + 1):
             _copy._simd(level)
@@ -382,19 +383,12 @@ def test_streamed_transposes_running_down_block_columns_stay_inside():
                     for R, C, dpad in ((100, 333, 0), (67, 1000 // k, 0), (45, 130, 3)):
                         dp = -(-C // (64 // k)) * (64 // k) + dpad
                         for lead in ((0, 0), (16, 16)):
-                            done, wrong = guarded.transpose_stays_inside(
+                            tally.add(guarded.transpose_stays_inside(
                                 src_area, dst_area, R, C, R + 5, dp, dtype, rng,
-                                1 + (R + C) % 2, lead)
-                            copies += done
-                            for at_end in wrong:
-                                problems += 1
-                                print("wrong", level, down, k, R, C, dpad, lead, at_end)
-        print("copies", copies)
-        print("problems", problems)
+                                1 + (R + C) % 2, lead), level, down, k, R, C, dpad, lead)
+        tally.report()
     """, timeout=900)
-    lines = out.strip().splitlines()
-    assert lines[-1] == "problems 0", out
-    assert int(lines[-2].split()[1]) > 300, out
+    _assert_no_problems(out, least_copies=300)
 
 
 def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
