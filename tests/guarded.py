@@ -127,8 +127,6 @@ def transpose_stays_inside(src_area, dst_area, R, C, sp, dp, dtype, rng, threads
     ``strided.copyto`` on ``threads`` threads: ``(copies, wrong)``, the copies made and the
     ``at_end`` of each whose destination pages differ from np.copyto's result or whose source
     pages changed; ``(0, [])`` when the operands do not fit the arenas."""
-    import strided
-
     k = np.dtype(dtype).itemsize
     sused, dused = ((C - 1) * sp + R) * k, ((R - 1) * dp + C) * k
     if sused + lead[0] > src_area.size or dused + lead[1] > dst_area.size:
@@ -141,10 +139,8 @@ def transpose_stays_inside(src_area, dst_area, R, C, sp, dp, dtype, rng, threads
         want = expected[dbase:dbase + dused].view(dtype)
         for r in range(R):
             want[r * dp:r * dp + C] = src[r]
-        strided.copyto(dst, src, num_threads=threads)
         copies += 1
-        if not (np.array_equal(dst_area.bytes, expected)
-                and np.array_equal(src_area.bytes, before)):
+        if not _copies_exactly(src_area, dst_area, src, dst, threads, before, expected):
             wrong.append(at_end)
     return copies, wrong
 
@@ -154,8 +150,6 @@ def rows_stay_inside(src_area, dst_area, rows, n, spad, dpad, rng, threads):
     destination's ``n + dpad``, copied by ``strided.copyto`` on ``threads`` threads in both
     :func:`placements`: ``(copies, wrong)`` as in :func:`transpose_stays_inside`; ``(0, [])``
     when the operands do not fit the arenas."""
-    import strided
-
     sused, dused = rows * (n + spad) - spad, rows * (n + dpad) - dpad
     if sused > src_area.size or dused > dst_area.size:
         return 0, []
@@ -167,12 +161,20 @@ def rows_stay_inside(src_area, dst_area, rows, n, spad, dpad, rng, threads):
         for r in range(rows):
             at = dbase + r * (n + dpad)
             expected[at:at + n] = src[r]
-        strided.copyto(dst, src, num_threads=threads)
         copies += 1
-        if not (np.array_equal(dst_area.bytes, expected)
-                and np.array_equal(src_area.bytes, before)):
+        if not _copies_exactly(src_area, dst_area, src, dst, threads, before, expected):
             wrong.append(at_end)
     return copies, wrong
+
+
+def _copies_exactly(src_area, dst_area, src, dst, threads, before, expected):
+    """``strided.copyto(dst, src)`` on ``threads`` threads leaves the destination's arena
+    holding exactly ``expected`` and the source's exactly ``before``."""
+    import strided
+
+    strided.copyto(dst, src, num_threads=threads)
+    return (np.array_equal(dst_area.bytes, expected)
+            and np.array_equal(src_area.bytes, before))
 
 
 class Tally:

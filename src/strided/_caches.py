@@ -160,7 +160,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       2-D float32 0.91-1.07x over four runs; 4 MiB 1.0-1.31x; see tile.h).
     - ``down_from`` = 0, on Intel 8: streamed staged transposes whose strips hold at least
       this many blocks run down each column of blocks first, so the source's rows continue
-      from block to block (on the Xeon, 64 MiB cold: 2-D float32 1.03-1.23x on 1 thread,
+      from block to block (on the Xeon, 64 MiB cold: 2-D float32 1.04-1.23x on 1 thread,
       1.09x on 2; uint8 1.06-1.19x, 1.20x; column-major float32 0.97-1.11x, 1.09x; the rest
       unchanged; strips of 3-4 blocks run down lost up to 0.86x). Not measured on AMD yet.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its

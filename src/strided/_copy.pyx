@@ -160,7 +160,7 @@ _TUNING.down_from = 0               # streamed staged transposes whose strips ho
 # this many blocks run down each column of blocks first (0: never; _run_blocks): the source's
 # rows then continue from one block to the next instead of restarting a strip later. Cold
 # (rotating over 1 GiB), 64 MiB, down against strips (Intel Xeon, four tune_copy.py runs and
-# a plain loop): 1 thread 2-D float32 (64 blocks a strip) 1.03-1.23x, uint8 (32)
+# a plain loop): 1 thread 2-D float32 (64 blocks a strip) 1.04-1.23x, uint8 (32)
 # 1.06-1.19x, column-major float32 (12) 0.97-1.11x; 2 threads 1.09x, 1.20x, 1.09x; 4 MiB
 # 1.0-1.08x; 512 MiB 2 threads level, column-major float32 1.10x. The machine's run-to-run
 # spread is most of those ranges; no run lost more than 3%. Strips of 3-4 blocks run down lost
@@ -480,28 +480,16 @@ cdef inline bint _nt_whole_rows(const Plan* P, const Tuning* T) noexcept nogil:
     return P.dp == P.C and P.C * P.unit <= (1 if P.unit == 1 else 2) * _nt_run(T)
 
 
-cdef bint _lines_agree(const Plan* P) noexcept nogil:
-    """Whether every destination row, in every outer index, starts at the same offset within a
-    64-byte line, so that block columns aligned on the first row's lines are aligned on all.
-    """
+cdef bint _lines_agree(const Plan* P, int64_t step, const int64_t* outer) noexcept nogil:
+    """Whether every run of one operand, ``step`` items apart and in every outer index (its
+    outer strides ``outer``: P.ds or P.ss), starts at the same offset within a 64-byte line,
+    so that blocks aligned on the first run's lines are aligned on all: the destination's
+    rows (step P.dp, block columns) or a transpose's source runs (step P.sq, block rows)."""
     cdef int i
-    if (P.dp * P.unit) % 64:
+    if (step * P.unit) % 64:
         return False
     for i in range(P.nouter):
-        if (P.ds[i] * P.unit) % 64:
-            return False
-    return True
-
-
-cdef bint _source_lines_agree(const Plan* P) noexcept nogil:
-    """Whether every source run of a transpose's rows (along the source's unit dim), in every
-    outer index, starts at the same offset within a 64-byte line, so that block rows aligned
-    on the first run's lines are aligned on all."""
-    cdef int i
-    if (P.sq * P.unit) % 64:
-        return False
-    for i in range(P.nouter):
-        if (P.ss[i] * P.unit) % 64:
+        if (outer[i] * P.unit) % 64:
             return False
     return True
 
@@ -728,7 +716,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         if _nt_whole_rows(P, T):
             P.BC = P.C
             P.BR = min(P.R, max(micro, room // P.BC))
-        elif _lines_agree(P):
+        elif _lines_agree(P, P.dp, P.ds):
             P.BC = _nt_run(T) // P.unit
             P.BR = min(P.R, max(micro, room // P.BC))
             P.align = 1
@@ -761,12 +749,12 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # lines. numpy's large arrays start 16 bytes into a line; in the L2 (Intel Xeon, 1
         # thread, both arrays 16 bytes into a line against 64-byte aligned): float32 and
         # float64 2-D transposes ran at 0.56-0.70x, uint8 0.59-0.79x, NHWC -> NCHW with 64
-        # float channels 0.48x; with the blocks on the lines 0.83-1.0x (misaligned against
+        # float channels 0.48x; with the blocks on the lines 0.82-1.0x (misaligned against
         # before: 1.11-1.76x). The first block's extra pass is why not 1.0x everywhere;
         # heads tiled again in every block by the kernel cost more (0.93-1.3x against
         # before). AMD unmeasured.
-        P.align = _lines_agree(P)
-        P.align_rows = _source_lines_agree(P)
+        P.align = _lines_agree(P, P.dp, P.ds)
+        P.align_rows = _lines_agree(P, P.sq, P.ss)
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro:
         # a staging tile of at most ST_TILE_BUF bytes, square unless one side is short
         P.kind = ST_BLOCK_TBUF
@@ -828,6 +816,21 @@ cdef inline int _next_block(const Plan* P, int64_t br, int64_t bc) noexcept nogi
     return 0
 
 
+cdef inline int64_t _block_span(int64_t b, int64_t B, int64_t total, bint aligned,
+                                int64_t lead, int64_t* start) noexcept nogil:
+    """Where block b of blocks of B items along an extent of ``total`` starts (``start``) and
+    how many items it holds (0 or less: none). With ``aligned``, block 0 is the ``lead``
+    items before the first line boundary and block k > 0 starts at lead + (k - 1) * B."""
+    if not aligned:
+        start[0] = b * B
+        return min(B, total - start[0])
+    if b == 0:
+        start[0] = 0
+        return min(lead, total)
+    start[0] = lead + (b - 1) * B
+    return min(B, total - start[0])
+
+
 cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
                       int64_t hi, int64_t lead, int64_t rlead) noexcept nogil:
     """Run blocks lo..hi-1 of the plan (dst and src already shifted for flipped dims): a
@@ -867,24 +870,8 @@ cdef void _run_blocks(const Plan* P, char* dst, const char* src, int64_t lo,
         doff += idx[i] * P.ds[i]
         soff += idx[i] * P.ss[i]
     while True:
-        if not P.align_rows:
-            r0 = br * P.BR
-            height = min(P.BR, P.R - r0)
-        elif br == 0:
-            r0 = 0
-            height = min(rlead, P.R)
-        else:
-            r0 = rlead + (br - 1) * P.BR
-            height = min(P.BR, P.R - r0)
-        if not P.align:
-            c0 = bc * P.BC
-            width = min(P.BC, P.C - c0)
-        elif bc == 0:
-            c0 = 0
-            width = min(lead, P.C)
-        else:
-            c0 = lead + (bc - 1) * P.BC
-            width = min(P.BC, P.C - c0)
+        height = _block_span(br, P.BR, P.R, P.align_rows, rlead, &r0)
+        width = _block_span(bc, P.BC, P.C, P.align, lead, &c0)
         flags = P.nt | P.runs
         if P.fetch:
             flags |= _next_block(P, br, bc)
@@ -984,7 +971,7 @@ cdef void _claim_runs(const void* plan, blocks_fn run, char* dst, const char* sr
 cdef inline int64_t _lead(const Plan* P, const char* p) noexcept nogil:
     """Items before the first line boundary of the run at p: the block columns before the
     destination's (P.align plans: its rows share it, _lines_agree) or the block rows before
-    the source's (P.align_rows, _source_lines_agree)."""
+    the source's (P.align_rows: its runs share it)."""
     if <uintptr_t>p % P.unit:
         return 0
     return ((64 - <int64_t>(<uintptr_t>p % 64)) % 64) // P.unit
