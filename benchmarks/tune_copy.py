@@ -71,9 +71,14 @@ def cases(dtype: type, nbytes: int) -> Iterator[Case]:
         yield f"NHWC->NCHW C{c}", lambda c=c, hw=hw: (
             np.empty((8, c, hw, hw), dtype), np.ones((8, hw, hw, c), dtype).transpose(0, 3, 1, 2))
     hw = int((n // (8 * 128)) ** 0.5)
-    yield "NCHW->NCHW32", lambda: (
-        np.empty((8, 4, hw, hw, 32), dtype).transpose(0, 1, 4, 2, 3),
-        np.ones((8, 128, hw, hw), dtype).reshape(8, 4, 32, hw, hw))
+    for block in (4, 32):
+        yield f"NCHW->NCHW{block}", lambda b=block, hw=hw: (
+            np.empty((8, 128 // b, hw, hw, b), dtype).transpose(0, 1, 4, 2, 3),
+            np.ones((8, 128, hw, hw), dtype).reshape(8, 128 // b, b, hw, hw))
+    hw = int((n // (2 * 32 * 16)) ** 0.5)
+    yield "NCDHW->NDHWC", lambda: (
+        np.empty((2, 16, hw, hw, 32), dtype).transpose(0, 4, 1, 2, 3),
+        np.ones((2, 32, 16, hw, hw), dtype))
 
 
 #: the engine's own tuning, which every configuration starts from (a knob one configuration
