@@ -687,6 +687,42 @@ def test_streamed_transposes_whose_source_rows_are_one_vector_stay_in_place(k, c
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+@pytest.mark.parametrize("row_bytes", [16, 32, 64])
+def test_streamed_short_pixels_match_numpy(k, row_bytes):
+    """Planes into dense pixels of 16, 32 or 64 bytes (NCHW -> NHWC with 16 bytes, 4 floats,
+    16 floats, 2 doubles a pixel; NCHW -> NCHW4 float32): a streamed copy stages them, and
+    the tile writes pixels of one or two micro-tiles (up to a line) in place, through
+    streaming stores when the destination is 16-byte aligned. The bytes match numpy's: pixel
+    counts around one and two micro-tiles, destinations 0 to 15 bytes into a line, padded
+    planes, 1-3 threads, every SIMD level (whose micro-tiles differ in size); unstreamed the
+    same copies match too."""
+    c = row_bytes // k
+    for hw in sorted({1, c - 1, c, c + 1, 2 * c + 3, 64, 101}):
+        sizes = (3, c, hw)                       # N, C, pixels: written as N, pixels, C
+        dst_strides = (c * hw, 1, c)
+        src_strides = (c * (hw + 3), hw + 3, 1)
+        with tuned(**ENGINE_TUNING), tuned(nt_bytes=0):
+            if hw >= c:
+                assert _copy._block_plan(sizes, dst_strides, src_strides, k)[::2] == \
+                    ("staged", c)
+                assert _copy._block_streams(sizes, dst_strides, src_strides, k)
+            for level in range(_copy._simd() + 1):
+                _copy._simd(level)
+                try:
+                    for line_offset in range(0, 16, k):
+                        assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                                 line_offset=line_offset, threads=(1, 2, 3),
+                                                 what=f"{hw} pixels, level {level}")
+                finally:
+                    _copy._simd(-1)
+        with tuned(**ENGINE_TUNING), tuned(nt_bytes=2**40):
+            assert not _copy._block_streams(sizes, dst_strides, src_strides, k)
+            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                     what=f"{hw} pixels in cache")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("k", [1, 2, 4, 8, 16])
 def test_streamed_transposes_fetch_the_next_block_for_items_up_to_fetch_next(k):
     """A streamed 2-D transpose prefetches its next block's source when its items are at most

@@ -391,6 +391,59 @@ def test_streamed_transposes_running_down_block_columns_stay_inside():
     _assert_no_problems(out, least_copies=300)
 
 
+def test_streamed_short_pixels_stay_inside():
+    """Streamed transposes into dense pixels of 16, 32 or 64 bytes (NCHW -> NHWC with 16
+    bytes, 4 or 16 floats, 2 doubles a pixel, NCHW4 float32), pixels of one or two micro-tiles
+    written in place by the staging tile (tile.h, ST_STREAMS_DIRECT) through streaming stores
+    when the destination is 16-byte aligned, ordinary ones otherwise; and float32 planes into
+    8-channel float16 pixels, the conversion's one-pass tile the same way: pixel counts around
+    one and two micro-tiles and long ones, planes back to back or padded, the destination 0,
+    one item, 16 and 48 bytes into a line, each operand's last byte right before a guard page
+    and the other's first right after one, every SIMD level, 1 and 2 threads. The
+    destination's pages must hold exactly the pixels (np.copyto's, numpy's float16 for the
+    conversion); the source's must be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        import strided as st
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(24), guarded.Arena(24)
+        rng = np.random.default_rng(14)
+        tally = guarded.Tally()
+        _copy._tune(nt_bytes=0)
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for k, C in [(k, row // k) for k in (1, 2, 4, 8) for row in (16, 32, 64)]:
+                dtype = np.dtype(f"V{k}")
+                for R in sorted({C - 1, C, C + 1, 16, 17, 2 * C + 3, 100, 1001}):
+                    if R >= C:
+                        assert _copy._block_kind((R, C), (C, 1), (1, R), k) == "staged"
+                    for spad in (0, 5):
+                        for lead in sorted({0, k, 16, 48}):
+                            tally.add(guarded.transpose_stays_inside(
+                                src_area, dst_area, R, C, R + spad, C, dtype, rng,
+                                1 + R % 2, (0, lead)), level, k, R, spad, lead)
+            for R in (7, 8, 9, 100, 1001):       # float32 planes -> float16 pixels of 8
+                for lead in (0, 2, 16, 48):
+                    sused, dused = 4 * (8 * R + 7), 2 * 8 * R
+                    for at_end, sbase, dbase, before, expected in guarded.placements(
+                            src_area, dst_area, sused, dused, rng, (0, lead)):
+                        src = src_area.view(sbase, (R, 8), (1, R + 1), np.float32)
+                        src[...] = rng.standard_normal((R, 8))
+                        before = src_area.bytes.copy()
+                        dst = dst_area.view(dbase, (R, 8), (8, 1), np.float16)
+                        expected[dbase:dbase + dused] = np.ascontiguousarray(
+                            src, np.float16).view(np.uint8).ravel()
+                        st.copyto(dst, src, num_threads=1 + R % 2)
+                        ok = (np.array_equal(dst_area.bytes, expected)
+                              and np.array_equal(src_area.bytes, before))
+                        tally.add((1, [] if ok else [at_end]), "f16", level, R, lead)
+        tally.report()
+    """, timeout=900)
+    _assert_no_problems(out, least_copies=1000)
+
+
 def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     """Source rows whose lines crowd one L1 set (4096 or 2048 bytes apart, or 32761: 7 short
     of 32 KiB) go through a line buffer four lines a row (tile.h; rows of one vector written
