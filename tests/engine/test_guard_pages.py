@@ -424,21 +424,21 @@ def test_streamed_short_pixels_stay_inside():
                             tally.add(guarded.transpose_stays_inside(
                                 src_area, dst_area, R, C, R + spad, C, dtype, rng,
                                 1 + R % 2, (0, lead)), level, k, R, spad, lead)
-            for R in (7, 8, 9, 100, 1001):       # float32 planes -> float16 pixels of 8
-                for lead in (0, 2, 16, 48):
-                    sused, dused = 4 * (8 * R + 7), 2 * 8 * R
-                    for at_end, sbase, dbase, before, expected in guarded.placements(
-                            src_area, dst_area, sused, dused, rng, (0, lead)):
-                        src = src_area.view(sbase, (R, 8), (1, R + 1), np.float32)
-                        src[...] = rng.standard_normal((R, 8))
-                        before = src_area.bytes.copy()
-                        dst = dst_area.view(dbase, (R, 8), (8, 1), np.float16)
-                        expected[dbase:dbase + dused] = np.ascontiguousarray(
-                            src, np.float16).view(np.uint8).ravel()
-                        st.copyto(dst, src, num_threads=1 + R % 2)
-                        ok = (np.array_equal(dst_area.bytes, expected)
-                              and np.array_equal(src_area.bytes, before))
-                        tally.add((1, [] if ok else [at_end]), "f16", level, R, lead)
+            for C, R, lead in [(C, R, lead) for C in (8, 16) for R in (7, 8, 9, 100, 1001)
+                               for lead in (0, 2, 16, 48)]:   # float32 planes -> float16
+                sused, dused = 4 * (C * R + C - 1), 2 * C * R
+                for at_end, sbase, dbase, before, expected in guarded.placements(
+                        src_area, dst_area, sused, dused, rng, (0, lead)):
+                    src = src_area.view(sbase, (R, C), (1, R + 1), np.float32)
+                    src[...] = rng.standard_normal((R, C))
+                    before = src_area.bytes.copy()
+                    dst = dst_area.view(dbase, (R, C), (C, 1), np.float16)
+                    expected[dbase:dbase + dused] = np.ascontiguousarray(
+                        src, np.float16).view(np.uint8).ravel()
+                    st.copyto(dst, src, num_threads=1 + R % 2)
+                    ok = (np.array_equal(dst_area.bytes, expected)
+                          and np.array_equal(src_area.bytes, before))
+                    tally.add((1, [] if ok else [at_end]), "f16", level, C, R, lead)
         tally.report()
     """, timeout=900)
     _assert_no_problems(out, least_copies=1000)
