@@ -397,8 +397,9 @@ def test_streamed_short_pixels_stay_inside():
     written in place by the staging tile (tile.h, ST_STREAMS_DIRECT) through streaming stores
     when the destination is 16-byte aligned, ordinary ones otherwise; and float32 planes into
     8-channel float16 pixels, the conversion's one-pass tile the same way: pixel counts around
-    one and two micro-tiles and long ones, planes back to back or padded, the destination 0,
-    one item, 16 and 48 bytes into a line, each operand's last byte right before a guard page
+    one and two micro-tiles and long ones, planes back to back, padded or 4 KiB apart (one L1
+    set: pixels of two micro-tiles then keep the tile), the destination 0, one item, 16 and 48
+    bytes into a line, each operand's last byte right before a guard page
     and the other's first right after one, every SIMD level, 1 and 2 threads. The
     destination's pages must hold exactly the pixels (np.copyto's, numpy's float16 for the
     conversion); the source's must be unchanged."""
@@ -419,11 +420,12 @@ def test_streamed_short_pixels_stay_inside():
                 for R in sorted({C - 1, C, C + 1, 16, 17, 2 * C + 3, 100, 1001}):
                     if R >= C:
                         assert _copy._block_kind((R, C), (C, 1), (1, R), k) == "staged"
-                    for spad in (0, 5):
+                    page = 4096 // k      # planes 4 KiB apart crowd one L1 set
+                    for sp in (R, R + 5, -(-R // page) * page):
                         for lead in sorted({0, k, 16, 48}):
                             tally.add(guarded.transpose_stays_inside(
-                                src_area, dst_area, R, C, R + spad, C, dtype, rng,
-                                1 + R % 2, (0, lead)), level, k, R, spad, lead)
+                                src_area, dst_area, R, C, sp, C, dtype, rng,
+                                1 + R % 2, (0, lead)), level, k, R, sp, lead)
             for C, R, lead in [(C, R, lead) for C in (8, 16) for R in (7, 8, 9, 100, 1001)
                                for lead in (0, 2, 16, 48)]:   # float32 planes -> float16
                 sused, dused = 4 * (C * R + C - 1), 2 * C * R

@@ -67,12 +67,15 @@
  * float32), skip the staging tile: each band of M pixels is transposed into a small buffer in
  * the L1 and streamed out, so the destination's lines are never read for ownership (rows of
  * one vector were written in place with ordinary stores, and the others went through the
- * tile and a second pass). For a 16-byte aligned destination whose source rows do not crowd
- * an L1 set. Intel Xeon, cold (rotating over 1 GiB), 64 MiB, against before: float32 NCHW4
- * 1.71x (1 thread) / 1.57x (2), uint8 NCHW -> NHWC with 16 channels 2.0x / 1.27x, float32
- * with 16 channels 1.48x / 1.35x (tune_copy, four runs: 1.27-1.33x); two micro-tiles a band
- * is the most: uint8 with 64 channels (four, 64 source rows read at once) lost 0.7-0.8x, so it
- * keeps the tile. */
+ * tile and a second pass). For a 16-byte aligned destination; pixels of two micro-tiles
+ * only when their source rows do not crowd an L1 set (there they were level: float32 with 16
+ * channels on 1024^2 planes, 512 MiB). Intel Xeon, cold (rotating over 1 GiB), 64 MiB,
+ * against before: float32 NCHW4 1.71x (1 thread) / 1.57x (2), uint8 NCHW -> NHWC with 16
+ * channels 2.0x / 1.27x, float32 with 16 channels 1.48x / 1.35x (tune_copy, four runs:
+ * 1.27-1.33x); 512 MiB, 2 / 1 threads: NCHW4 float32 1.69x / 1.69x, uint8 with 16 channels
+ * on 2048^2 planes (4 KiB apart) 1.63x / 1.61x. Two micro-tiles a band is the most: uint8
+ * with 64 channels (four, 64 source rows read at once) lost 0.7-0.8x, float32 and float64
+ * with 32 channels (128-byte pixels, four) 0.9x on 2 threads, so they keep the tile. */
 #if ST_HAVE_SSE2
 #define ST_STREAMS_DIRECT(TD, M, C, d, nt)                                                    \
     (((nt) & ST_NT) && (C) % (M) == 0 && (C) <= 2 * (M) && (C) * sizeof(TD) <= 64             \
@@ -150,7 +153,7 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
              : ((sq * (st_idx)sizeof(TS)) % ST_ALIAS_BYTES == 0 ||                            \
                 st_l1_crowd(sq * (st_idx)sizeof(TS), M) > 4));                                \
     if (dp == C && ST_STREAMS_DIRECT(TD, M, C, d, nt)                                         \
-            && st_l1_crowd(sq * (st_idx)sizeof(TS), C) <= ((nt & ST_SETS8) ? 8 : 4)) {        \
+            && (C == (M) || st_l1_crowd(sq * (st_idx)sizeof(TS), C) <= ((nt & ST_SETS8) ? 8 : 4))) { \
         buf = d;                                                                              \
         /* the same, streamed: each micro-tile (M rows back to back, whole 16-byte vectors)   \
          * goes through registers and a small buffer in the L1 to streaming stores, so the    \
