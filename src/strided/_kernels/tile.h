@@ -77,10 +77,11 @@
  * with 64 channels (four, 64 source rows read at once) lost 0.7-0.8x, float32 and float64
  * with 32 channels (128-byte pixels, four) 0.9x on 2 threads, so they keep the tile. */
 #if ST_HAVE_SSE2
-#define ST_STREAMS_DIRECT(TD, M, C, d, nt)                                                    \
+#define ST_STREAMS_DIRECT(TS, TD, M, C, d, sq, nt)                                            \
     (((nt) & ST_NT) && (C) % (M) == 0 && (C) <= 2 * (M) && (C) * sizeof(TD) <= 64             \
-     && ((uintptr_t)(d) & 15) == 0                                                            \
-     && (M) * (C) * sizeof(TD) % 16 == 0)
+     && ((uintptr_t)(d) & 15) == 0 && (M) * (C) * sizeof(TD) % 16 == 0                        \
+     && ((C) == (M) || st_l1_crowd((sq) * (st_idx)sizeof(TS), (int)(C))                       \
+                       <= (((nt) & ST_SETS8) ? 8 : 4)))
 #define ST_STREAM_DIRECT_ROWS(MICRO, TD, M)                                                   \
     do {                                                                                      \
         __m128i t_[(M) * 64 / 16];                                                            \
@@ -103,7 +104,7 @@
             }                                                                                 \
     } while (0)
 #else
-#define ST_STREAMS_DIRECT(TD, M, C, d, nt) 0
+#define ST_STREAMS_DIRECT(TS, TD, M, C, d, sq, nt) 0
 #define ST_STREAM_DIRECT_ROWS(MICRO, TD, M) ((void)0)
 #endif
 
@@ -152,12 +153,10 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
              ? st_l1_crowd(sq * (st_idx)sizeof(TS), M) > 8                                    \
              : ((sq * (st_idx)sizeof(TS)) % ST_ALIAS_BYTES == 0 ||                            \
                 st_l1_crowd(sq * (st_idx)sizeof(TS), M) > 4));                                \
-    if (dp == C && ST_STREAMS_DIRECT(TD, M, C, d, nt)                                         \
-            && (C == (M) || st_l1_crowd(sq * (st_idx)sizeof(TS), C) <= ((nt & ST_SETS8) ? 8 : 4))) { \
+    if (dp == C && ST_STREAMS_DIRECT(TS, TD, M, C, d, sq, nt)) {                              \
+        /* short whole rows, streamed: each band of M rows goes through registers and a     \
+         * small buffer in the L1 to streaming stores (the ragged edges below: in place) */   \
         buf = d;                                                                              \
-        /* the same, streamed: each micro-tile (M rows back to back, whole 16-byte vectors)   \
-         * goes through registers and a small buffer in the L1 to streaming stores, so the    \
-         * destination's lines are never read for ownership */                                \
         ST_STREAM_DIRECT_ROWS(MICRO, TD, M);                                                  \
     } else if (buf == d && !(crowd_ && (nt & ST_RUNS))) {                                     \
         /* one vector per destination row, rows back to back: write them in order */          \
