@@ -71,8 +71,8 @@
  * only when their source rows do not crowd an L1 set (there they were level: float32 with 16
  * channels on 1024^2 planes, 512 MiB). Intel Xeon, cold (rotating over 1 GiB), 64 MiB,
  * against before: float32 NCHW4 1.71x (1 thread) / 1.57x (2), uint8 NCHW -> NHWC with 16
- * channels 2.0x / 1.27x, float32 with 16 channels 1.48x / 1.35x (tune_copy, four runs:
- * 1.27-1.33x); 512 MiB, 2 / 1 threads: NCHW4 float32 1.69x / 1.69x, uint8 with 16 channels
+ * channels 2.0x / 1.27x, float32 with 16 channels 1.48x / 1.35x (tune_copy, six runs:
+ * 1.11-1.33x); 512 MiB, 2 / 1 threads: NCHW4 float32 1.69x / 1.69x, uint8 with 16 channels
  * on 2048^2 planes (4 KiB apart) 1.63x / 1.61x. Two micro-tiles a band is the most: uint8
  * with 64 channels (four, 64 source rows read at once) lost 0.7-0.8x, float32 and float64
  * with 32 channels (128-byte pixels, four) 0.9x on 2 threads, so they keep the tile. */
