@@ -63,7 +63,7 @@
 #endif
 
 /* Streamed blocks of whole destination rows of one or two micro-tiles, at most a line each
- * (pixels of 16 bytes, 4 or 16 floats, 2 doubles: NCHW -> NHWC with few channels, NCHW4
+ * (pixels of 16 bytes, 4 or 16 floats, 2 or 8 doubles: NCHW -> NHWC with few channels, NCHW4
  * float32), skip the staging tile: each band of M pixels is transposed into a small buffer in
  * the L1 and streamed out, so the destination's lines are never read for ownership (rows of
  * one vector were written in place with ordinary stores, and the others went through the
@@ -74,8 +74,9 @@
  * channels 2.0x / 1.27x, float32 with 16 channels 1.48x / 1.35x (tune_copy, six runs:
  * 1.11-1.33x); 512 MiB, 2 / 1 threads: NCHW4 float32 1.69x / 1.69x, uint8 with 16 channels
  * on 2048^2 planes (4 KiB apart) 1.63x / 1.61x. Two micro-tiles a band is the most: uint8
- * with 64 channels (four, 64 source rows read at once) lost 0.7-0.8x, float32 and float64
- * with 32 channels (128-byte pixels, four) 0.9x on 2 threads, so they keep the tile. */
+ * with 64 channels (four, 64 source rows read at once) lost 0.71-0.78x; 128-byte pixels of
+ * 32 floats (four) were level on 1 thread and 0.87-0.89x on 2, within that run's noise
+ * (rows off the path moved as much): no gain shown, so they keep the tile. */
 #if ST_HAVE_SSE2
 #define ST_STREAMS_DIRECT(TS, TD, M, C, d, sq, nt)                                            \
     (((nt) & ST_NT) && (C) % (M) == 0 && (C) <= 2 * (M) && (C) * sizeof(TD) <= 64             \
@@ -86,22 +87,14 @@
     do {                                                                                      \
         __m128i t_[(M) * 64 / 16];                                                            \
         size_t i_, n_ = (size_t)(M) * (size_t)C * sizeof(TD) / 16;                            \
-        if (C == (M))   /* one micro-tile a band: a loop of constant extent */                \
-            for (r0 = 0; r0 < rf; r0 += (M)) {                                                \
-                __m128i *o_ = (__m128i *)(void *)(d + r0 * C);                                \
-                MICRO((const char *)(s + r0), sq, (char *)(void *)t_, (M));                   \
-                for (i_ = 0; i_ < (M) * (M) * sizeof(TD) / 16; i_++)                          \
-                    _mm_stream_si128(o_ + i_, t_[i_]);                                        \
-            }                                                                                 \
-        else                                                                                  \
-            for (r0 = 0; r0 < rf; r0 += (M)) {                                                \
-                __m128i *o_ = (__m128i *)(void *)(d + r0 * C);                                \
-                for (c0 = 0; c0 < C; c0 += (M))                                               \
-                    MICRO((const char *)(s + r0 + c0 * sq), sq,                               \
-                          (char *)(void *)t_ + c0 * sizeof(TD), C);                           \
-                for (i_ = 0; i_ < n_; i_++)                                                   \
-                    _mm_stream_si128(o_ + i_, t_[i_]);                                        \
-            }                                                                                 \
+        for (r0 = 0; r0 < rf; r0 += (M)) {                                                    \
+            __m128i *o_ = (__m128i *)(void *)(d + r0 * C);                                    \
+            for (c0 = 0; c0 < C; c0 += (M))                                                   \
+                MICRO((const char *)(s + r0 + c0 * sq), sq,                                   \
+                      (char *)(void *)t_ + c0 * sizeof(TD), C);                               \
+            for (i_ = 0; i_ < n_; i_++)                                                       \
+                _mm_stream_si128(o_ + i_, t_[i_]);                                            \
+        }                                                                                     \
     } while (0)
 #else
 #define ST_STREAMS_DIRECT(TS, TD, M, C, d, sq, nt) 0
