@@ -163,6 +163,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       from block to block (on the Xeon, 64 MiB cold: 2-D float32 1.04-1.23x on 1 thread,
       1.09x on 2; uint8 1.06-1.19x, 1.20x; column-major float32 0.97-1.11x, 1.09x; the rest
       unchanged; strips of 3-4 blocks run down lost up to 0.86x). Not measured on AMD yet.
+    - ``rows_tile_bytes`` = 0, on Intel with an L1d of 48 KiB or more 32 KiB: streamed tiles
+      of whole destination rows longer than a line stage this much (in the L1) where each
+      source row still gives a block 1 KiB (on the Xeon, 64 MiB cold: float32 NCHW32 and
+      NCDHW, 128-byte pixels, 1.02-1.16x against the 128 KiB tile, 1 and 2 threads; runs of
+      512 bytes lost 0.84-0.88x, so rows that long keep the tile). Not measured on AMD yet.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -196,6 +201,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "nt_pages": 1 if intel else 0,
         "crowd_rows": 8 if intel and (caches.l1d or 0) >= 48 * KiB else 4,
         "down_from": 8 if intel else 0,
+        "rows_tile_bytes": 32 * KiB if intel and (caches.l1d or 0) >= 48 * KiB else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

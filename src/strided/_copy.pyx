@@ -167,6 +167,14 @@ _TUNING.down_from = 0               # streamed staged transposes whose strips ho
 # (column-major uint8 0.97x, NCHW -> NHWC with 256 floats 0.86x: a destination row then
 # takes four passes far apart), hence from 8. AMD unmeasured: strided._caches sets it for
 # Intel only.
+_TUNING.rows_tile_bytes = 0         # streamed tiles of whole destination rows longer than
+# a line (pixels of 128 bytes: NCDHW -> NDHWC, NCHW32 float32) stage at most this many bytes
+# when each source row still gives a block a run of 1 KiB or more (0: the staging tile,
+# stage_bytes; _plan_blocks). Cold (rotating over 1 GiB), 64 MiB, 32 KiB against the 128 KiB
+# tile (Intel Xeon, 48 KiB L1d: the tile then stays in the L1), four A/B runs each: float32
+# NCHW -> NCHW32 1.02-1.13x on 1 thread, 1.06-1.12x on 2; NCDHW -> NDHWC 1.05-1.12x,
+# 1.09-1.16x. Runs of 512 bytes lost (64 float channels through a 32 KiB tile 0.84-0.88x),
+# so those keep the staging tile. AMD unmeasured: strided._caches sets it for Intel only.
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -184,6 +192,7 @@ _TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
 _TUNING.nt_pages = _derived["nt_pages"]
 _TUNING.crowd_rows = _derived["crowd_rows"]
 _TUNING.down_from = _derived["down_from"]
+_TUNING.rows_tile_bytes = _derived["rows_tile_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -224,6 +233,8 @@ def _knob(name, value):
         return min(max(64, int(value) // 64 * 64), <int64_t>ST_TILE_BUF // 16)
     if name == "stage_bytes":
         return min(max(256, int(value)), <int64_t>ST_TILE_BUF)
+    if name == "rows_tile_bytes":
+        return min(max(0, int(value)), <int64_t>ST_TILE_BUF)
     if name in ("convert_tile_bytes", "convert_tiled_bytes"):
         return min(max(4096, int(value)), 1 << 22)
     if name == "tile_row_bytes":    # (squared by the planner: at most 1 MiB)
@@ -660,6 +671,18 @@ cdef int64_t _read_bytes(const Plan* P) noexcept nogil:
     return read
 
 
+cdef int64_t _whole_rows_room(const Plan* P, const Tuning* T, int64_t room) noexcept nogil:
+    """The items a streamed tile of whole destination rows stages: ``rows_tile_bytes`` (an
+    L1-sized tile) for rows longer than a line when every source row still gives the block a
+    run of at least 1 KiB, else ``room`` (the staging tile). Rows of at most a line mostly
+    skip the tile (tile.h: ST_STREAMS_DIRECT), and their blocks' size was measured as is."""
+    cdef int64_t small = T.rows_tile_bytes // P.unit
+    if (0 < small < room and P.C * P.unit > 64
+            and small // P.C * P.unit >= 1024):
+        return small
+    return room
+
+
 cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     """Block extents: cache tiles for transposes, about block_bytes of rows for copies."""
     cdef int64_t tile, micro = 16 // P.unit if P.unit < 16 else 1
@@ -715,7 +738,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.fetch = P.unit <= T.fetch_next
         if _nt_whole_rows(P, T):
             P.BC = P.C
-            P.BR = min(P.R, max(micro, room // P.BC))
+            P.BR = min(P.R, max(micro, _whole_rows_room(P, T, room) // P.BC))
         elif _lines_agree(P, P.dp, P.ds):
             P.BC = _nt_run(T) // P.unit
             P.BR = min(P.R, max(micro, room // P.BC))

@@ -759,6 +759,40 @@ def test_streamed_copies_of_any_size_may_stage_through_the_large_tile(k):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16])
+def test_streamed_whole_rows_stage_in_the_small_tile_where_runs_stay_long(k):
+    """Streamed NCHW -> NHWC into whole pixel rows longer than a line stage rows_tile_bytes
+    (an L1-sized tile) when each source plane still gives a block 1 KiB, the staging tile
+    otherwise; pixel rows of at most a line keep the staging tile's blocks. The bytes match
+    numpy's with and without the small tile, ragged pixel counts, 1-3 threads."""
+    small, big = 32768, 131072
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, stage_big_from=1, stage_bytes=big):
+        for pixel_bytes in (64, 128, 256, 512):
+            c = pixel_bytes // k
+            if c < 2:
+                continue
+            sizes = (2, c, 37, 41)   # NCHW, written as NHWC
+            dst_strides = (37 * 41 * c, 1, 41 * c, c)
+            src_strides = (c * 37 * 41, 37 * 41, 41, 1)
+            run = small // pixel_bytes * k   # a block's bytes of each source plane
+            with tuned(rows_tile_bytes=0):
+                before = _copy._block_plan(sizes, dst_strides, src_strides, k)
+            for tile in (0, small):
+                with tuned(rows_tile_bytes=tile):
+                    kind, rows, columns = _copy._block_plan(sizes, dst_strides, src_strides, k)
+                    assert kind == "staged", kind
+                    if before[2] != c:   # rows longer than the streamed runs: not whole rows
+                        assert (kind, rows, columns) == before
+                    else:
+                        takes_small = tile and pixel_bytes > 64 and run >= 1024
+                        want = min(37 * 41, (small if takes_small else big) // pixel_bytes)
+                        assert columns == c and rows == want, (pixel_bytes, tile, rows)
+                    assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                             threads=(1, 2, 3),
+                                             what=f"C={c} rows_tile_bytes={tile}")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("pitch, kind", [(4096, "staged"), (8192, "staged"),
                                          (4096 + 64, "transpose"), (2048, "transpose")])
 def test_the_planner_stages_byte_rows_4_kib_apart_in_the_destination(pitch, kind):
