@@ -165,9 +165,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       unchanged; strips of 3-4 blocks run down lost up to 0.86x). Not measured on AMD yet.
     - ``rows_tile_bytes`` = 0, on Intel with an L1d of 48 KiB or more 32 KiB: streamed tiles
       of whole destination rows longer than a line stage this much (in the L1) where each
-      source row still gives a block 1 KiB (on the Xeon, 64 MiB cold: float32 NCHW32 and
-      NCDHW, 128-byte pixels, 1.02-1.16x against the 128 KiB tile, 1 and 2 threads; runs of
-      512 bytes lost 0.84-0.88x, so rows that long keep the tile). Not measured on AMD yet.
+      source row still gives a block 1 KiB (on the Xeon, 64 MiB cold, against the 128 KiB
+      tile: float32 NCHW32 and NCDHW, 128-byte pixels, 1.07-1.17x on 1 and 2 threads,
+      float64 1.03-1.22x, 4 MiB 1.04-1.19x; runs of 512 bytes lost 0.84-0.88x, so rows
+      that long keep the tile). Not measured on AMD yet.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
       buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon

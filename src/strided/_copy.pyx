@@ -168,13 +168,16 @@ _TUNING.down_from = 0               # streamed staged transposes whose strips ho
 # takes four passes far apart), hence from 8. AMD unmeasured: strided._caches sets it for
 # Intel only.
 _TUNING.rows_tile_bytes = 0         # streamed tiles of whole destination rows longer than
-# a line (pixels of 128 bytes: NCDHW -> NDHWC, NCHW32 float32) stage at most this many bytes
-# when each source row still gives a block a run of 1 KiB or more (0: the staging tile,
-# stage_bytes; _plan_blocks). Cold (rotating over 1 GiB), 64 MiB, 32 KiB against the 128 KiB
-# tile (Intel Xeon, 48 KiB L1d: the tile then stays in the L1), four A/B runs each: float32
-# NCHW -> NCHW32 1.02-1.13x on 1 thread, 1.06-1.12x on 2; NCDHW -> NDHWC 1.05-1.12x,
-# 1.09-1.16x. Runs of 512 bytes lost (64 float channels through a 32 KiB tile 0.84-0.88x),
-# so those keep the staging tile. AMD unmeasured: strided._caches sets it for Intel only.
+# a line (pixels of 128-256 bytes: NCDHW -> NDHWC, NCHW32 of floats and doubles) stage at
+# most this many bytes when each source row still gives a block a run of 1 KiB or more (0:
+# the staging tile, stage_bytes; _whole_rows_room). Cold (rotating over 1 GiB), 64 MiB,
+# 32 KiB against the 128 KiB tile (Intel Xeon, 48 KiB L1d: the tile then stays in the L1),
+# two-configuration tune_copy runs in both orders: float32 NCHW -> NCHW32 1.07-1.14x on 1
+# thread, 1.08-1.13x on 2; NCDHW -> NDHWC 1.08-1.17x, 1.12-1.13x; float64 NCHW32 and NCDHW
+# 1.13-1.22x, float64 with 16 channels 1.03-1.08x; 4 MiB 1.04-1.19x; 512 MiB (2 threads)
+# 1.05-1.08x. Runs of 512 bytes lost (64 float channels through a 32 KiB tile
+# 0.84-0.88x), so those keep the staging tile. AMD unmeasured: strided._caches sets it for
+# Intel only.
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
