@@ -678,7 +678,9 @@ cdef int64_t _whole_rows_room(const Plan* P, const Tuning* T, int64_t room) noex
     """The items a streamed tile of whole destination rows stages: ``rows_tile_bytes`` (an
     L1-sized tile) for rows longer than a line when every source row still gives the block a
     run of at least 1 KiB, else ``room`` (the staging tile). Rows of at most a line mostly
-    skip the tile (tile.h: ST_STREAMS_DIRECT), and their blocks' size was measured as is."""
+    skip the tile (tile.h: ST_STREAMS_DIRECT), and their blocks' size was measured as is.
+    Measured on 128- and 256-byte pixels of floats and doubles; the rule also gives 16-byte
+    items' 512-byte pixels the small tile (1 KiB runs: 64 of them), which was not timed."""
     cdef int64_t small = T.rows_tile_bytes // P.unit
     if (0 < small < room and P.C * P.unit > 64
             and small // P.C * P.unit >= 1024):
