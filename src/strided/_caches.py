@@ -169,8 +169,15 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       tile: float32 NCHW32 and NCDHW, 128-byte pixels, 1.07-1.17x on 1 and 2 threads,
       float64 1.03-1.22x, 4 MiB 1.04-1.19x; runs of 512 bytes lost 0.84-0.88x, so rows
       that long keep the tile). Not measured on AMD yet.
-    - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; 128 KiB is also its
-      buffer's size; on the Xeon 64 KiB was level), for copies of ``stage_big_from`` = 8 MiB
+    - ``rows_big_bytes`` = 0, on Intel L2 / 4, 128-512 KiB: streamed tiles of whole
+      destination rows from 64 or more source rows (NCHW -> NHWC with 64-256 channels)
+      stage this much where it is more than ``stage_bytes``, so that each plane gives a block
+      a longer run (on the Xeon, 2 MiB L2, 64 MiB cold, 512 KiB against 128 KiB: uint8 and
+      uint16 with 256 channels 1.27-1.40x on 1 and 2 threads, uint16 with 64 1.17-1.25x,
+      uint8 and float64 with 64 1.06-1.18x, float32 with 64 0.98-1.03x; 512 MiB 1.0-1.34x).
+      Not measured on AMD yet.
+    - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
+      level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
       streamed 4 MiB copies through the 16 KiB tile of smaller ones took 1.2-1.8x the time
       of 128 KiB on 2-D transposes, NHWC -> NCHW and NCHW32, cold, 1 and 2 threads).
@@ -203,6 +210,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "crowd_rows": 8 if intel and (caches.l1d or 0) >= 48 * KiB else 4,
         "down_from": 8 if intel else 0,
         "rows_tile_bytes": 32 * KiB if intel and (caches.l1d or 0) >= 48 * KiB else 0,
+        "rows_big_bytes": _clamp(l2 // 4, 128 * KiB, 512 * KiB) if intel else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

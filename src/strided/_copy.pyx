@@ -178,6 +178,19 @@ _TUNING.rows_tile_bytes = 0         # streamed tiles of whole destination rows l
 # 1.05-1.08x. Runs of 512 bytes lost (64 float channels through a 32 KiB tile
 # 0.84-0.88x), so those keep the staging tile. AMD unmeasured: strided._caches sets it for
 # Intel only.
+_TUNING.rows_big_bytes = 0          # streamed tiles of whole destination rows from 64 or
+# more source rows (NCHW -> NHWC with 64-256 channels of up to 512 bytes a pixel) stage this
+# many bytes where it is more than the staging tile (0: never; _whole_rows_room): each of the
+# many planes then gives a block a longer run. Cold (rotating over 1 GiB), 64 MiB, 512 KiB
+# (a quarter of the Xeon's 2 MiB L2) against the 128 KiB tile, tune_copy runs in both
+# orders, 1 / 2 threads: uint8 with 256 channels 1.36x / 1.33-1.40x, uint16 with 256
+# 1.27-1.39x / 1.38-1.40x, uint16 with 64 1.17-1.20x / 1.17-1.25x, uint8 with 64
+# 1.10-1.14x / 1.09-1.18x, float64 with 64 1.12-1.14x / 1.06-1.16x, float32 with 64
+# 1.03x / 0.98-1.00x; 512 MiB, 2 threads: 1.00-1.34x (uint8 with 256 channels 1.27-1.34x);
+# 4 MiB level within that size's noise (0.94-1.2x). The same 512 KiB for every streamed
+# transpose (stage_bytes) lost up to 0.9x (float32 NCHW -> NHWC with 256 channels, rows of
+# 1 KiB: not whole rows) and was level on 2-D transposes. AMD unmeasured: strided._caches
+# sets it for Intel only.
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -196,6 +209,7 @@ _TUNING.nt_pages = _derived["nt_pages"]
 _TUNING.crowd_rows = _derived["crowd_rows"]
 _TUNING.down_from = _derived["down_from"]
 _TUNING.rows_tile_bytes = _derived["rows_tile_bytes"]
+_TUNING.rows_big_bytes = min(_derived["rows_big_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -236,7 +250,7 @@ def _knob(name, value):
         return min(max(64, int(value) // 64 * 64), <int64_t>ST_TILE_BUF // 16)
     if name == "stage_bytes":
         return min(max(256, int(value)), <int64_t>ST_TILE_BUF)
-    if name == "rows_tile_bytes":
+    if name in ("rows_tile_bytes", "rows_big_bytes"):
         return min(max(0, int(value)), <int64_t>ST_TILE_BUF)
     if name in ("convert_tile_bytes", "convert_tiled_bytes"):
         return min(max(4096, int(value)), 1 << 22)
@@ -674,14 +688,23 @@ cdef int64_t _read_bytes(const Plan* P) noexcept nogil:
     return read
 
 
+cdef enum:
+    _MANY_SOURCE_ROWS = 64   # whole rows from this many source rows take rows_big_bytes
+
+
 cdef int64_t _whole_rows_room(const Plan* P, const Tuning* T, int64_t room) noexcept nogil:
-    """The items a streamed tile of whole destination rows stages: ``rows_tile_bytes`` (an
-    L1-sized tile) for rows longer than a line when every source row still gives the block a
-    run of at least 1 KiB, else ``room`` (the staging tile). Rows of at most a line mostly
+    """The items a streamed tile of whole destination rows stages: ``rows_big_bytes`` (up to
+    the whole staging buffer) for rows from _MANY_SOURCE_ROWS source rows or more when it is
+    more than ``room``; ``rows_tile_bytes`` (an L1-sized tile) for rows longer than a line
+    when every source row still gives the block a run of at least 1 KiB; else ``room`` (the
+    staging tile). Rows of at most a line mostly
     skip the tile (tile.h: ST_STREAMS_DIRECT), and their blocks' size was measured as is.
     Measured on 128- and 256-byte pixels of floats and doubles; the rule also gives 16-byte
     items' 512-byte pixels the small tile (1 KiB runs: 64 of them), which was not timed."""
     cdef int64_t small = T.rows_tile_bytes // P.unit
+    cdef int64_t big = T.rows_big_bytes // P.unit
+    if big > room and P.C >= _MANY_SOURCE_ROWS:
+        return big
     if (0 < small < room and P.C * P.unit > 64
             and small // P.C * P.unit >= 1024):
         return small

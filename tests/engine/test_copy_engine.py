@@ -766,7 +766,8 @@ def test_streamed_whole_rows_stage_in_the_small_tile_where_runs_stay_long(k):
     otherwise; pixel rows of at most a line keep the staging tile's blocks. The bytes match
     numpy's with and without the small tile, ragged pixel counts, 1-3 threads."""
     small, big = 32768, 131072
-    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, stage_big_from=1, stage_bytes=big):
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, stage_big_from=1, stage_bytes=big,
+                                       rows_big_bytes=0):
         for pixel_bytes in (64, 128, 256, 512):
             c = pixel_bytes // k
             if c < 2:
@@ -790,6 +791,38 @@ def test_streamed_whole_rows_stage_in_the_small_tile_where_runs_stay_long(k):
                     assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
                                              threads=(1, 2, 3),
                                              what=f"C={c} rows_tile_bytes={tile}")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+@pytest.mark.parametrize("big", [0, 262144, 524288])
+def test_streamed_whole_rows_from_many_source_rows_stage_in_the_big_tile(k, big):
+    """Streamed NCHW -> NHWC into whole pixel rows from 64 or more planes stage
+    rows_big_bytes (up to the whole 512 KiB buffer) when it is more than the staging tile;
+    fewer planes, and rows longer than the streamed runs (not whole rows), plan as without
+    it. The bytes match numpy's, several blocks a plane and a ragged last one, 1-3 threads."""
+    room = 131072
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, stage_big_from=1, stage_bytes=room,
+                                       rows_tile_bytes=0):
+        for c in (32, 64, 128, 256):
+            if c * k > 512:
+                continue
+            hw = (97, 101)   # 9797 pixels: 2-20 blocks of the big tile, the last one ragged
+            sizes = (2, c, *hw)   # NCHW, written as NHWC
+            dst_strides = (hw[0] * hw[1] * c, 1, hw[1] * c, c)
+            src_strides = (c * hw[0] * hw[1], hw[0] * hw[1], hw[1], 1)
+            with tuned(rows_big_bytes=0):
+                before = _copy._block_plan(sizes, dst_strides, src_strides, k)
+            with tuned(rows_big_bytes=big):
+                kind, rows, columns = _copy._block_plan(sizes, dst_strides, src_strides, k)
+                assert kind == before[0] == "staged"
+                if columns == c and c >= 64 and big > room:   # whole rows from many planes
+                    assert rows == big // (c * k), (c, rows)
+                else:
+                    assert (kind, rows, columns) == before
+                assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                         threads=(1, 2, 3),
+                                         what=f"C={c} rows_big_bytes={big}")
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")

@@ -484,6 +484,44 @@ def test_streamed_long_pixels_through_the_small_tile_stay_inside():
     _assert_no_problems(out, least_copies=300)
 
 
+def test_streamed_pixels_of_many_planes_through_the_big_tile_stay_inside():
+    """Streamed transposes into whole pixel rows from 64-256 planes (NCHW -> NHWC of bytes,
+    uint16, floats and doubles) staged through the whole 512 KiB buffer (``rows_big_bytes``)
+    and through the 128 KiB staging tile: pixel counts just under, at and over one and two
+    big blocks, planes back to back and padded, the destination 0 and 16 bytes into a line,
+    each operand's last byte right before a guard page and the other's first right after one,
+    every SIMD level, 1 and 2 threads. The destination's pages must hold exactly np.copyto's
+    result; the source's must be unchanged."""
+    out = run_isolated("""
+        import numpy as np
+        from strided import _copy
+        import guarded
+
+        src_area, dst_area = guarded.Arena(264), guarded.Arena(264)
+        rng = np.random.default_rng(17)
+        tally = guarded.Tally()
+        big = 524288
+        _copy._tune(nt_bytes=0, stage_big_from=1, stage_bytes=131072, rows_tile_bytes=0)
+        for level in range(_copy._simd() + 1):
+            _copy._simd(level)
+            for tile in (0, big):
+                _copy._tune(rows_big_bytes=tile)
+                for k, C in ((1, 64), (1, 256), (2, 128), (4, 64), (8, 64)):
+                    dtype = np.dtype(f"V{k}")
+                    block = big // (C * k)
+                    for R in (block - 1, block, block + 1, 2 * block + 3):
+                        assert _copy._block_plan((R, C), (C, 1), (1, R), k) == (
+                            "staged", min(R, block if tile else 131072 // (C * k)), C)
+                        for sp in (R, R + 3):
+                            for lead in (0, 16):
+                                tally.add(guarded.transpose_stays_inside(
+                                    src_area, dst_area, R, C, sp, C, dtype, rng,
+                                    1 + R % 2, (0, lead)), level, tile, k, C, R, sp, lead)
+        tally.report()
+    """, timeout=900)
+    _assert_no_problems(out, least_copies=600)
+
+
 def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     """Source rows whose lines crowd one L1 set (4096 or 2048 bytes apart, or 32761: 7 short
     of 32 KiB) go through a line buffer four lines a row (tile.h; rows of one vector written

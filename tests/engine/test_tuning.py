@@ -26,7 +26,7 @@ KNOBS = {
     "convert_tile_columns", "convert_period_items", "convert_planes", "convert_tiled",
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
     "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "vector_rows_in_place",
-    "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
+    "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes", "rows_big_bytes",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -42,6 +42,7 @@ EXTREME = {
     "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64, "nibble_box_bytes": 2,
     "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 16, "crowd_runs": True,
     "nt_pages": True, "crowd_rows": 8, "down_from": 1, "rows_tile_bytes": 256,
+    "rows_big_bytes": 1024,
 }
 
 
@@ -79,7 +80,7 @@ def test_knobs_are_clamped_to_what_the_kernels_can_run():
                     chunks_per_thread=-4, convert_tile_bytes=1, convert_tiled_bytes=1 << 40,
                     tile_row_bytes=1, tile_area_bytes=-1, shift_buffer_bytes=0,
                     nt_run_bytes=1 << 40, stage_bytes=1 << 40, nibble_box_bytes=-5,
-                    rows_tile_bytes=1 << 40)
+                    rows_tile_bytes=1 << 40, rows_big_bytes=1 << 40)
         now = _copy._tune()
         assert now["nibble_box_bytes"] == 2    # a 4-bit box holds an element pair at least
         assert (now["staged"], now["convert_last"], now["convert_chunked"]) == (1, -1, 1)
@@ -88,11 +89,12 @@ def test_knobs_are_clamped_to_what_the_kernels_can_run():
         assert now["tile_row_bytes"] == 16 and now["shift_buffer_bytes"] == 1
         assert now["tile_area_bytes"] == 16
         # the staging tile and the streamed runs stay within the copy's staging buffer
-        # (ST_TILE_BUF, 128 KiB; a tile of 32 runs must fit it)
-        assert now["stage_bytes"] == 131072 and now["nt_run_bytes"] == 131072 // 32
-        assert now["rows_tile_bytes"] == 131072
-        assert _copy._tune(rows_tile_bytes=-3)["rows_tile_bytes"] == 131072
-        assert _copy._tune()["rows_tile_bytes"] == 0
+        # (ST_TILE_BUF, 512 KiB; a tile of 32 runs must fit it)
+        assert now["stage_bytes"] == 524288 and now["nt_run_bytes"] == 524288 // 32
+        assert now["rows_tile_bytes"] == now["rows_big_bytes"] == 524288
+        assert _copy._tune(rows_tile_bytes=-3)["rows_tile_bytes"] == 524288
+        assert _copy._tune(rows_big_bytes=-3)["rows_big_bytes"] == 524288
+        assert _copy._tune()["rows_tile_bytes"] == _copy._tune()["rows_big_bytes"] == 0
         x = np.arange(300 * 301, dtype=np.float32).reshape(300, 301)
         assert np.array_equal(st.relayout(x, "F"), x)
     finally:
