@@ -59,12 +59,13 @@ import gc
 import itertools
 import math
 import os
+import random
 import shlex
 import statistics
 import sys
 import time
 import timeit
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import util as import_util
@@ -624,22 +625,23 @@ def run_case(
     scratches = [scratch, *(np.empty(nbytes, np.uint8) for _ in range(rounds - 1))]
     each = [_contenders(case, b, sc, threads=threads, torch=torch, pool=pool, cv2=cv2,
                         hptt=hptt) for b, sc in zip(builts, scratches)]
-    contenders = {name: _rotating([c[name] for c in each]) for name in each[0]}
+    contenders = _rotating(each)
 
     # The check, which is also every contender's warm-up run: numpy's bytes are the reference.
+    first = each[0]   # (the calls on the first copy, whose destination is dst_bytes)
     dst_bytes.fill(_SENTINEL)
-    contenders["numpy"]()
+    first["numpy"]()
     scratch[...] = dst_bytes
     for name in ("strided", "torch", "cv2", "hptt"):
-        if name in contenders:
+        if name in first:
             dst_bytes.fill(_SENTINEL)
-            contenders[name]()
+            first[name]()
             if not _same_bytes(dst_bytes, scratch):
                 raise AssertionError(
                     f"{case.name} {dtype} {mib:g} MiB: {name} wrote other bytes than np.copyto")
     for name in ("memcpy", "memcpy_par"):
-        if name in contenders:
-            contenders[name]()
+        if name in first:
+            first[name]()
 
     for more in each[1:]:           # the other copies' warm-up (their pages, their plans)
         for call in more.values():
@@ -685,12 +687,28 @@ def _contenders(case: Case, built: Built, scratch: np.ndarray, *, threads: int, 
     return contenders
 
 
-def _rotating(calls: Sequence[Callable[[], object]]) -> Callable[[], object]:
-    """One call, or a call that runs the next of ``calls`` each time (cold mode)."""
-    if len(calls) == 1:
-        return calls[0]
-    turn = itertools.cycle(calls)
-    return lambda: next(turn)()
+def _rotating(each: Sequence[Mapping[str, Callable[[], object]]]
+              ) -> dict[str, Callable[[], object]]:
+    """Every contender's call, from its calls on each copy of a case (``each``): with one
+    copy, those calls; with several (cold mode), calls that share one turn through the copies
+    in a fixed shuffled order, so that whichever contender calls next takes a copy no
+    contender has touched for a whole turn, and one that does not lie next to the copy the
+    call before it touched.
+
+    Why both. With a turn of its own for each contender, contenders of equal speed ran on
+    copies another had just read, from the cache. With one turn in allocation order, a call
+    ran on the neighbour in memory of the copy the call before it had touched, and the
+    hardware's prefetching of one call ran on into the next one's arrays: 224x224x3 float32
+    images in copies allocated back to back (one heap), cv2.merge alternating call by call
+    with strided.copyto on the next copy took 68-70 us, alone 104 us (strided 106-115 and
+    102-103 us), and bench_copy's cold figure for cv2 moved between 75 and 147 us with the
+    process's allocation history."""
+    if len(each) == 1:
+        return dict(each[0])
+    order = list(range(len(each)))
+    random.Random(len(each)).shuffle(order)
+    turn = itertools.cycle(order)
+    return {name: (lambda name=name: each[next(turn)][name]()) for name in each[0]}
 
 
 def last_level_cache_bytes() -> int:

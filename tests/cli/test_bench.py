@@ -347,11 +347,29 @@ def test_cold_mode_rotates_over_copies_three_times_the_cache() -> None:
     cache = 32 * bench_copy.MiB
     assert bench_copy.cold_rounds(built, cache_bytes=cache) == math.ceil(cache / built.nbytes)
     assert bench_copy.last_level_cache_bytes() >= 1 << 16
-    calls: list[int] = []
-    turn = bench_copy._rotating([lambda: calls.append(0), lambda: calls.append(1)])
-    for _ in range(5):
-        turn()
-    assert calls == [0, 1, 0, 1, 0]
+    calls: list[tuple[str, int]] = []
+    each = [{name: (lambda name=name, copy=copy: calls.append((name, copy)))
+             for name in ("strided", "cv2")} for copy in range(3)]
+    turn = bench_copy._rotating(each)
+    names = ("strided", "strided", "cv2", "strided", "cv2", "cv2", "strided")
+    for name in names:
+        turn[name]()
+    # one turn for all, through every copy in a fixed order: every call takes the copy after
+    # the last one taken, by anyone
+    assert [name for name, _ in calls] == list(names)
+    order = [copy for _, copy in calls]
+    assert sorted(order[:3]) == [0, 1, 2] and order[3:6] == order[:3] and order[6] == order[0]
+    assert bench_copy._rotating(each[:1]) == each[0]   # warm: the calls themselves
+    many = [{"strided": (lambda copy=copy: calls.append(("strided", copy)))}
+            for copy in range(64)]
+    calls.clear()
+    turn = bench_copy._rotating(many)
+    for _ in range(64):
+        turn["strided"]()
+    order = [copy for _, copy in calls]
+    assert sorted(order) == list(range(64))
+    # shuffled: consecutive calls mostly on copies that are not neighbours in memory
+    assert sum(abs(a - b) == 1 for a, b in itertools.pairwise(order)) < 16
 
 
 def test_cold_run_checks_every_contender_and_says_so() -> None:
