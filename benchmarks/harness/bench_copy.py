@@ -695,8 +695,8 @@ def _rotating(each: Sequence[Mapping[str, Callable[[], object]]]
     contender has touched for a whole turn, and one that does not lie next to the copy the
     call before it touched.
 
-    Why both. With a turn of its own for each contender, contenders of equal speed ran on
-    copies another had just read, from the cache. With one turn in allocation order, a call
+    Why both. With a turn of its own for each contender, contenders of equal speed could run
+    on copies another had just read, from the cache. With one turn in allocation order, a call
     ran on the neighbour in memory of the copy the call before it had touched, and the
     hardware's prefetching of one call ran on into the next one's arrays: 224x224x3 float32
     images in copies allocated back to back (one heap), cv2.merge alternating call by call
