@@ -176,6 +176,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       uint16 with 256 channels 1.27-1.40x on 1 and 2 threads, uint16 with 64 1.17-1.25x,
       uint8 and float64 with 64 1.06-1.18x, float32 with 64 0.98-1.03x; 512 MiB 1.0-1.34x).
       Not measured on AMD yet.
+    - ``deint_narrow`` = 0, on Intel 1: pixels of 2 items of 2 or 4 bytes, or of 4 of 2
+      bytes, deinterleave (HWC -> CHW, NHWC -> NCHW) with the 16-byte kernels where the AVX2
+      ones would not stream (on the Xeon 1.11-1.63x warm, 1.14-1.31x cold; level where the
+      AVX2 ones stream). Not measured on AMD yet.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
       level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -211,6 +215,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "down_from": 8 if intel else 0,
         "rows_tile_bytes": 32 * KiB if intel and (caches.l1d or 0) >= 48 * KiB else 0,
         "rows_big_bytes": _clamp(l2 // 4, 128 * KiB, 512 * KiB) if intel else 0,
+        "deint_narrow": 1 if intel else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -74,6 +74,7 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_RUNS
         ST_PAGES
         ST_SETS8
+        ST_DEINT16
         ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
@@ -191,6 +192,9 @@ _TUNING.rows_big_bytes = 0          # streamed tiles of whole destination rows f
 # transpose (stage_bytes) lost up to 0.9x (float32 NCHW -> NHWC with 256 channels, rows of
 # 1 KiB: not whole rows) and was level on 2-D transposes. AMD unmeasured: strided._caches
 # sets it for Intel only.
+_TUNING.deint_narrow = 0            # 1: pixels of 2 items, or of 4 two-byte items,
+# deinterleave (HWC -> CHW, NHWC -> NCHW) with the 16-byte kernels where the AVX2 ones would
+# not stream (interleave.h st_deint_16_first: Intel 1.11-1.63x); strided._caches: Intel only
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -210,6 +214,7 @@ _TUNING.crowd_rows = _derived["crowd_rows"]
 _TUNING.down_from = _derived["down_from"]
 _TUNING.rows_tile_bytes = _derived["rows_tile_bytes"]
 _TUNING.rows_big_bytes = min(_derived["rows_big_bytes"], <int64_t>ST_TILE_BUF)
+_TUNING.deint_narrow = _derived["deint_narrow"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -228,7 +233,8 @@ def _knob(name, value):
     """A knob's new value, clamped to what the engine can run."""
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
-    if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages"):
+    if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages",
+                "deint_narrow"):
         return int(bool(value))
     if name == "crowd_rows":
         return max(4, min(16, int(value)))
@@ -840,6 +846,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # whole lines of the planes stream (the AVX2 kernels, every plane of the pixels): a
         # third of the traffic saved
         P.nt = ST_NT if stream and P.R == P.sq else 0
+        P.runs = ST_DEINT16 if T.deint_narrow else 0
     else:
         P.BC = min(P.C, per)
         P.BR = min(P.R, max(<int64_t>1, per // P.BC))

@@ -59,7 +59,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB,
         "stage_big_from": 8 * MiB,
         "fetch_next": 16, "vector_rows_in_place": 16, "nt_pages": 0, "crowd_rows": 4,
-        "down_from": 0, "rows_tile_bytes": 0, "rows_big_bytes": 0,
+        "down_from": 0, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -91,7 +91,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert got["llc_bytes"] == got["nt_bytes"]
     assert got["fetch_next"] == got["vector_rows_in_place"] == 16
     assert got["nt_pages"] == 0 and got["crowd_rows"] == 4 and got["down_from"] == 0
-    assert got["rows_tile_bytes"] == got["rows_big_bytes"] == 0
+    assert got["rows_tile_bytes"] == got["rows_big_bytes"] == got["deint_narrow"] == 0
 
 
 @pytest.mark.parametrize("l2, l3, want", [
@@ -101,6 +101,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
                           "llc_bytes": 256 * MiB, "fetch_next": 1, "vector_rows_in_place": 0,
                           "nt_pages": 1, "crowd_rows": 8, "down_from": 8,
                           "rows_tile_bytes": 32 * KiB, "rows_big_bytes": 512 * KiB,
+                          "deint_narrow": 1,
                           "tile_area_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 48 * MiB, "crowd_rows": 8,
                             "rows_big_bytes": 320 * KiB}),

@@ -57,9 +57,10 @@ enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below 
  * cache): source rows that crowd an L1 set are read ST_LB_LINES lines a row (tile.h).
  * ST_PAGES (with ST_NT): streamed runs read four places 4 KiB apart at once (rows.h).
  * ST_SETS8 (with ST_NT): the L1 holds 8 of a micro-tile's source rows in one set (12 ways)
- * before they crowd it (tile.h). */
+ * before they crowd it (tile.h). ST_DEINT16: pixels of 2 items, or of 4 two-byte items,
+ * deinterleave with the 16-byte kernels where the AVX2 ones would not stream (interleave.h). */
 enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8, ST_FETCH = 16, ST_FETCH_DOWN = 32,
-       ST_RUNS = 64, ST_PAGES = 128, ST_SETS8 = 256 };
+       ST_RUNS = 64, ST_PAGES = 128, ST_SETS8 = 256, ST_DEINT16 = 512 };
 
 /* ---- what the CPU offers ------------------------------------------------------------------ */
 /* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target
