@@ -188,7 +188,8 @@ _TUNING.rows_big_bytes = 0          # streamed tiles of whole destination rows f
 # 1.27-1.39x / 1.38-1.40x, uint16 with 64 1.17-1.20x / 1.17-1.25x, uint8 with 64
 # 1.10-1.14x / 1.09-1.18x, float64 with 64 1.12-1.14x / 1.06-1.16x, float32 with 64
 # 1.03x / 0.98-1.00x; 512 MiB, 2 threads: 1.00-1.34x (uint8 with 256 channels 1.27-1.34x);
-# 4 MiB level within that size's noise (0.94-1.2x). The same 512 KiB for every streamed
+# 4 MiB 0.94-1.32x, with a bias to the second column of up to 1.17x on rows off the path
+# (the order with the new tile first: 0.94-1.12x, level). The same 512 KiB for every streamed
 # transpose (stage_bytes) lost up to 0.9x (float32 NCHW -> NHWC with 256 channels, rows of
 # 1 KiB: not whole rows) and was level on 2-D transposes. AMD unmeasured: strided._caches
 # sets it for Intel only.
@@ -703,8 +704,8 @@ cdef int64_t _whole_rows_room(const Plan* P, const Tuning* T, int64_t room) noex
     the whole staging buffer) for rows from _MANY_SOURCE_ROWS source rows or more when it is
     more than ``room``; ``rows_tile_bytes`` (an L1-sized tile) for rows longer than a line
     when every source row still gives the block a run of at least 1 KiB; else ``room`` (the
-    staging tile). Rows of at most a line mostly
-    skip the tile (tile.h: ST_STREAMS_DIRECT), and their blocks' size was measured as is.
+    staging tile). Rows of at most a line mostly skip the tile (tile.h: ST_STREAMS_DIRECT),
+    and their blocks' size was measured as is.
     Measured on 128- and 256-byte pixels of floats and doubles; the rule also gives 16-byte
     items' 512-byte pixels the small tile (1 KiB runs: 64 of them), which was not timed."""
     cdef int64_t small = T.rows_tile_bytes // P.unit

@@ -446,80 +446,61 @@ def test_streamed_short_pixels_stay_inside():
     _assert_no_problems(out, least_copies=1000)
 
 
-def test_streamed_long_pixels_through_the_small_tile_stay_inside():
-    """Streamed transposes into whole pixel rows of 128 and 256 bytes (NCDHW -> NDHWC,
-    NCHW32 of floats and doubles) staged through the L1-sized tile (``rows_tile_bytes``,
-    blocks of 1 KiB of each source plane) and through the staging tile: pixel counts just
-    under, at and over one and two small blocks and ragged long ones, planes back to back and
-    padded, the destination 0, one item and 16 bytes into a line, each operand's last byte
-    right before a guard page and the other's first right after one, every SIMD level, 1 and
-    2 threads. The destination's pages must hold exactly np.copyto's result; the source's
-    must be unchanged."""
-    out = run_isolated("""
+# (the knob, its tile's bytes, the (item size, pixel items) streamed through it, each
+# arena's pages, the destination's offsets in a line, the least copies the run must make)
+WHOLE_ROW_TILES = {
+    # the L1-sized tile of long pixels (NCDHW -> NDHWC, NCHW32 of floats and doubles)
+    "small": ("rows_tile_bytes", 32768, ((4, 32), (8, 16), (8, 32)), 72, "0, k, 16", 300),
+    # the whole 512 KiB buffer for pixels of many planes (NCHW -> NHWC with 64-256 channels)
+    "big": ("rows_big_bytes", 524288, ((1, 64), (1, 256), (2, 128), (4, 64), (8, 64)), 264,
+            "0, 16", 600),
+}
+
+
+@pytest.mark.parametrize("which", sorted(WHOLE_ROW_TILES))
+def test_streamed_whole_pixel_rows_through_either_tile_stay_inside(which):
+    """Streamed transposes into whole pixel rows staged through the L1-sized tile
+    (``rows_tile_bytes``: pixels of 128 and 256 bytes of floats and doubles, blocks of 1 KiB
+    of each source plane) or the whole 512 KiB buffer (``rows_big_bytes``: pixels of 64-256
+    planes of bytes, uint16, floats and doubles), and through the 128 KiB staging tile
+    instead: pixel counts just under, at and over one and two such blocks (and a ragged long
+    one for the small tile), planes back to back and padded, the destination at the offsets
+    in a line given, each operand's last byte right before a guard page and the other's first
+    right after one, every SIMD level, 1 and 2 threads. The destination's pages must hold
+    exactly np.copyto's result; the source's must be unchanged."""
+    knob, size, shapes, pages, leads, least = WHOLE_ROW_TILES[which]
+    out = run_isolated(f"""
         import numpy as np
         from strided import _copy
         import guarded
 
-        src_area, dst_area = guarded.Arena(72), guarded.Arena(72)
+        src_area, dst_area = guarded.Arena({pages}), guarded.Arena({pages})
         rng = np.random.default_rng(15)
         tally = guarded.Tally()
-        _copy._tune(nt_bytes=0, stage_big_from=1, stage_bytes=131072)
+        # the other whole-row rule off: each test is about one tile
+        _copy._tune(nt_bytes=0, stage_big_from=1, stage_bytes=131072, rows_tile_bytes=0,
+                    rows_big_bytes=0)
         for level in range(_copy._simd() + 1):
             _copy._simd(level)
-            for tile in (0, 32768):
-                _copy._tune(rows_tile_bytes=tile)
-                for k, C in ((4, 32), (8, 16), (8, 32)):
-                    dtype = np.dtype(f"V{k}")
-                    block = 32768 // (C * k)
-                    for R in (block - 1, block, block + 1, 2 * block + 3, 1000):
+            for tile in (0, {size}):
+                _copy._tune({knob}=tile)
+                for k, C in {shapes!r}:
+                    dtype = np.dtype(f"V{{k}}")
+                    block = {size} // (C * k)
+                    pixels = [block - 1, block, block + 1, 2 * block + 3]
+                    if {size} < 131072:
+                        pixels.append(1000)
+                    for R in pixels:
                         assert _copy._block_plan((R, C), (C, 1), (1, R), k) == (
                             "staged", min(R, block if tile else 131072 // (C * k)), C)
                         for sp in (R, R + 3):
-                            for lead in sorted({0, k, 16}):
+                            for lead in sorted({{{leads}}}):
                                 tally.add(guarded.transpose_stays_inside(
                                     src_area, dst_area, R, C, sp, C, dtype, rng,
                                     1 + R % 2, (0, lead)), level, tile, k, C, R, sp, lead)
         tally.report()
     """, timeout=900)
-    _assert_no_problems(out, least_copies=300)
-
-
-def test_streamed_pixels_of_many_planes_through_the_big_tile_stay_inside():
-    """Streamed transposes into whole pixel rows from 64-256 planes (NCHW -> NHWC of bytes,
-    uint16, floats and doubles) staged through the whole 512 KiB buffer (``rows_big_bytes``)
-    and through the 128 KiB staging tile: pixel counts just under, at and over one and two
-    big blocks, planes back to back and padded, the destination 0 and 16 bytes into a line,
-    each operand's last byte right before a guard page and the other's first right after one,
-    every SIMD level, 1 and 2 threads. The destination's pages must hold exactly np.copyto's
-    result; the source's must be unchanged."""
-    out = run_isolated("""
-        import numpy as np
-        from strided import _copy
-        import guarded
-
-        src_area, dst_area = guarded.Arena(264), guarded.Arena(264)
-        rng = np.random.default_rng(17)
-        tally = guarded.Tally()
-        big = 524288
-        _copy._tune(nt_bytes=0, stage_big_from=1, stage_bytes=131072, rows_tile_bytes=0)
-        for level in range(_copy._simd() + 1):
-            _copy._simd(level)
-            for tile in (0, big):
-                _copy._tune(rows_big_bytes=tile)
-                for k, C in ((1, 64), (1, 256), (2, 128), (4, 64), (8, 64)):
-                    dtype = np.dtype(f"V{k}")
-                    block = big // (C * k)
-                    for R in (block - 1, block, block + 1, 2 * block + 3):
-                        assert _copy._block_plan((R, C), (C, 1), (1, R), k) == (
-                            "staged", min(R, block if tile else 131072 // (C * k)), C)
-                        for sp in (R, R + 3):
-                            for lead in (0, 16):
-                                tally.add(guarded.transpose_stays_inside(
-                                    src_area, dst_area, R, C, sp, C, dtype, rng,
-                                    1 + R % 2, (0, lead)), level, tile, k, C, R, sp, lead)
-        tally.report()
-    """, timeout=900)
-    _assert_no_problems(out, least_copies=600)
+    _assert_no_problems(out, least_copies=least)
 
 
 def test_transposes_of_rows_crowding_an_l1_set_stay_inside():

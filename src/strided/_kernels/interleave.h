@@ -642,10 +642,6 @@ ST_AVX2 static st_idx st_pixels32_bytes_avx2(char *d, const char *s, st_idx sq, 
 }
 #endif
 
-/* The best deinterleave this CPU runs (st_simd), for items of 1, 2 or 4 bytes and pixels of
- * 2 <= S <= ST_DEINT_MAX items (R <= S planes; dp in items): the pixels done, C or 0. With
- * ST_NT in `nt`, whole lines of the planes may be written with streaming stores (AVX2, R = S:
- * the caller fences). */
 #if ST_HAVE_SSSE3_DISPATCH && ST_HAVE_AVX2_DISPATCH
 /* Whether the 16-byte (SSSE3) body goes before the AVX2 one: with ST_DEINT16, for S = R = 2
  * (items of 2 or 4 bytes) and S = R = 4 (2 bytes), unless the AVX2 body would stream whole
@@ -670,6 +666,10 @@ static inline int st_deint_16_first(int lw, const char *d, st_idx dpb, st_idx S,
 }
 #endif
 
+/* The best deinterleave this CPU runs (st_simd), for items of 1, 2 or 4 bytes and pixels of
+ * 2 <= S <= ST_DEINT_MAX items (R <= S planes; dp in items): the pixels done, C or 0. With
+ * ST_NT in `nt`, whole lines of the planes may be written with streaming stores (AVX2, R = S:
+ * the caller fences). */
 static st_idx st_deinterleave(int itemsize, char *d, st_idx dp, const char *s, st_idx S,
                               st_idx R, st_idx C, int nt)
 {

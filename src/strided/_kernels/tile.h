@@ -36,8 +36,9 @@
  * bytes: 0.44x -> 0.8x memcpy; on an 8256-byte stride, where nothing aliases, the copy costs
  * 0-8%, so only aliasing strides take it). */
 /* The staging buffer: 512 KiB, the most a streamed tile of whole pixel rows from many
- * planes stages (rows_big_bytes, a quarter of a 2 MiB L2); the other tiles use at most 128
- * KiB of it (stage_bytes). Each thread that copies holds one (st_scratch: thread-local). */
+ * planes stages (rows_big_bytes, a quarter of a 2 MiB L2); the other tiles use stage_bytes
+ * of it (128 KiB at most unless a benchmark sets more). Each thread that copies holds one
+ * (st_scratch: thread-local). */
 #define ST_TILE_BUF 524288
 /* A hint to fetch the line at p; never faults, whatever p. */
 #if defined(__GNUC__) || defined(__clang__)
