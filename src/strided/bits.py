@@ -366,8 +366,9 @@ def unpack_bits(p: Any, bits: int = 4, axis: int = -1, *, order: str = "low_firs
     array([ 1,  2,  8, 15,  7], dtype=uint8)
     >>> st.unpack_bits(p, order="high_first", count=5)
     array([ 2,  1, -1, -8,  0], dtype=int8)
-    >>> st.unpack_bits(p, dtype="int4")                  # an ml_dtypes array
-    array([1, 2, -8, -1, 7, 0], dtype=int4)
+    >>> q = st.unpack_bits(p, dtype="int4")              # an ml_dtypes array
+    >>> q.dtype.name, q.tolist()
+    ('int4', [1, 2, -8, -1, 7, 0])
     """
     _check_bits(bits)
     order = _check_order(order)
