@@ -13,6 +13,8 @@ core's share of its mesh L3 is no faster than memory with streaming stores (2 Mi
 L3, one core: a memcpy moves 28 GB/s from 4 to 64 MiB of footprint, 108 GB/s in the L2), so
 there copies and conversions stream once they leave the L2s (twice one core's L2). The
 vendor comes from ``/proc/cpuinfo``; an unknown one takes the AMD rule, measured the longest.
+The knobs measured alike on both vendors (an Intel Xeon and an AMD EPYC Zen 5, both with a
+48 KiB L1d) follow the caches instead: the L1d's size (its 12 ways) and the L2's.
 
 The sizes come from Linux's sysfs (``/sys/devices/system/cpu/cpu0/cache``: the caches one
 core sees, a shared L3 counted once per instance), not from glibc's
@@ -152,34 +154,45 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       and doubles).
     - ``nt_pages`` = 0, on Intel 1: streamed runs read four pages at once (rows.h). On the
       Xeon, cold, 64 MiB: packed copies 1.18-1.24x faster, padded -> packed with 16 KiB rows
-      1.29-1.36x, transposes level; a streamed copy of 512 MiB 1.28-1.32x. Not measured on
-      AMD yet, so AMD and unknown vendors keep one run at a time.
-    - ``crowd_rows`` = 4, on Intel with an L1d of 48 KiB or more (12 ways) 8: a streamed
-      transpose reads its source through a line buffer once more of a micro-tile's rows share
-      an L1 set (on the Xeon, 64 MiB cold: 32-128 float channels and NCDHW 1.10-1.37x,
-      2-D float32 0.91-1.07x over four runs; 4 MiB 1.0-1.31x; see tile.h).
-    - ``down_from`` = 0, on Intel 8: streamed staged transposes whose strips hold at least
-      this many blocks run down each column of blocks first, so the source's rows continue
-      from block to block (on the Xeon, 64 MiB cold: 2-D float32 1.04-1.23x on 1 thread,
-      1.09x on 2; uint8 1.06-1.19x, 1.20x; column-major float32 0.97-1.11x, 1.09x; the rest
-      unchanged; strips of 3-4 blocks run down lost up to 0.86x). Not measured on AMD yet.
-    - ``rows_tile_bytes`` = 0, on Intel with an L1d of 48 KiB or more 32 KiB: streamed tiles
-      of whole destination rows longer than a line stage this much (in the L1) where each
-      source row still gives a block 1 KiB (on the Xeon, 64 MiB cold, against the 128 KiB
-      tile: float32 NCHW32 and NCDHW, 128-byte pixels, 1.07-1.17x on 1 and 2 threads,
-      float64 1.03-1.22x, 4 MiB 1.04-1.19x; runs of 512 bytes lost 0.84-0.88x, so rows
-      that long keep the tile). Not measured on AMD yet.
-    - ``rows_big_bytes`` = 0, on Intel L2 / 4, 128-512 KiB: streamed tiles of whole
-      destination rows from 64 or more source rows (NCHW -> NHWC with 64-256 channels)
-      stage this much where it is more than ``stage_bytes``, so that each plane gives a block
-      a longer run (on the Xeon, 2 MiB L2, 64 MiB cold, 512 KiB against 128 KiB: uint8 and
-      uint16 with 256 channels 1.27-1.40x on 1 and 2 threads, uint16 with 64 1.17-1.25x,
-      uint8 and float64 with 64 1.06-1.18x, float32 with 64 0.98-1.03x; 512 MiB 1.0-1.34x).
-      Not measured on AMD yet.
+      1.29-1.36x, transposes level; a streamed copy of 512 MiB 1.28-1.32x. On an AMD EPYC
+      Zen 5 (1 MiB L2, 32 MiB L3) it lost: packed copies 0.68-0.73x on 1 thread, padded ->
+      packed 0.71-0.83x (2 threads: 0.57-1.83x in the two orders, level to behind); so AMD and
+      unknown vendors read one run at a time.
+    - ``crowd_rows`` = 4, with an L1d of 48 KiB or more (12 ways) 8: a streamed transpose
+      reads its source through a line buffer once more of a micro-tile's rows share an L1 set
+      (64 MiB cold: on the Xeon 32-128 float channels and NCDHW 1.10-1.37x, 2-D float32
+      0.91-1.07x over four runs, 4 MiB 1.0-1.31x; on the Zen 5 float32 NCHW32 and NCDHW
+      1.26-1.6x on 1 and 2 threads, float64 NCHW -> NHWC with 64 channels 1.29-1.41x, 2-D
+      float32 1.11-1.19x, uint8 column-major 1.19-1.21x on 2 threads, the rest 0.95-1.02x;
+      see tile.h).
+    - ``down_from`` = 8: streamed staged transposes whose strips hold at least this many
+      blocks run down each column of blocks first, so the source's rows continue from block
+      to block (64 MiB cold: on the Xeon 2-D float32 1.04-1.23x on 1 thread, 1.09x on 2;
+      uint8 1.06-1.19x, 1.20x; column-major float32 0.97-1.11x, 1.09x; on the Zen 5 2-D
+      uint8 1.05-1.1x on 1 thread, 1.1-1.33x on 2, column-major float32 1.03-1.16x, 2-D
+      float32 0.94-1.06x, float64 and uint8 column-major 0.96-1.04x; strips of 3-4 blocks
+      run down lost up to 0.86x on the Xeon).
+    - ``rows_tile_bytes`` = 0, with an L1d of 48 KiB or more 32 KiB: streamed tiles of whole
+      destination rows longer than a line stage this much (in the L1) where each source row
+      still gives a block 1 KiB (64 MiB cold, against the 128 KiB tile: on the Xeon float32
+      NCHW32 and NCDHW, 128-byte pixels, 1.07-1.17x on 1 and 2 threads, float64 1.03-1.22x,
+      4 MiB 1.04-1.19x; on the Zen 5 float32 1.01-1.06x, float64 1.05-1.11x; runs of 512
+      bytes lost 0.84-0.88x on the Xeon, so rows that long keep the tile).
+    - ``rows_big_bytes`` = 0, on an L2 of 1 MiB or more L2 / 2 within 128-512 KiB: streamed
+      tiles of whole destination rows from 64 or more source rows (NCHW -> NHWC with 64-256
+      channels) stage this much where it is more than ``stage_bytes``, so that each plane
+      gives a block a longer run (64 MiB cold, 512 KiB against 128 KiB: on the Xeon, 2 MiB
+      L2, uint8 and uint16 with 256 channels 1.27-1.40x on 1 and 2 threads, uint16 with 64
+      1.17-1.25x, uint8 and float64 with 64 1.06-1.18x, float32 with 64 0.98-1.03x, 512 MiB
+      1.0-1.34x; on the Zen 5, 1 MiB L2, uint8 and uint16 with 256 channels 1.17-1.31x,
+      float64 with 64 1.16-1.35x, uint16 with 64 1.05-1.13x, uint8 with 64 1.02-1.09x; there
+      512 KiB against 256 KiB 1.03-1.2x on 256 channels and float64, level on the rest).
+      Smaller L2s (unmeasured) keep the staging tile.
     - ``deint_narrow`` = 0, on Intel 1: pixels of 2 items of 2 or 4 bytes, or of 4 of 2
       bytes, deinterleave (HWC -> CHW, NHWC -> NCHW) with the 16-byte kernels where the AVX2
       ones would not stream (on the Xeon 1.11-1.63x warm, 1.14-1.31x cold; level where the
-      AVX2 ones stream). Not measured on AMD yet.
+      AVX2 ones stream). On the Zen 5, cold, pairs 0.93-1.01x, uint16 quads 0.85-0.93x: AMD
+      and unknown vendors keep the AVX2 kernels.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
       level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -203,6 +216,8 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     assert l2 is not None and FALLBACK.l3 is not None
     llc = _clamp(caches.l3 or caches.l2 or FALLBACK.l3, 4 * MiB, 256 * MiB)
     intel = caches.vendor == "GenuineIntel"
+    # 48 KiB L1d (Intel since Ice Lake, AMD Zen 5): 12 ways, measured on both vendors
+    twelve_way_l1 = (caches.l1d or 0) >= 48 * KiB
     nt = _clamp(2 * l2, 4 * MiB, llc) if intel else llc
     return {
         "llc_bytes": llc,
@@ -211,10 +226,10 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "fetch_next": 1 if intel else 16,
         "vector_rows_in_place": 0 if intel else 16,
         "nt_pages": 1 if intel else 0,
-        "crowd_rows": 8 if intel and (caches.l1d or 0) >= 48 * KiB else 4,
-        "down_from": 8 if intel else 0,
-        "rows_tile_bytes": 32 * KiB if intel and (caches.l1d or 0) >= 48 * KiB else 0,
-        "rows_big_bytes": _clamp(l2 // 4, 128 * KiB, 512 * KiB) if intel else 0,
+        "crowd_rows": 8 if twelve_way_l1 else 4,
+        "down_from": 8,
+        "rows_tile_bytes": 32 * KiB if twelve_way_l1 else 0,
+        "rows_big_bytes": _clamp(l2 // 2, 128 * KiB, 512 * KiB) if l2 >= 1 * MiB else 0,
         "deint_narrow": 1 if intel else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),

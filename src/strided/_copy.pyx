@@ -148,16 +148,17 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
 _TUNING.crowd_rows = 4              # streamed tiles read source rows through the line
 # buffer once more than this many of a micro-tile's rows share an L1 set (4: the 8-way L1 of
-# the AMD EPYC, with every stride a multiple of 2 KiB; 8 or more: past 8, a 12-way L1; tile.h)
+# the AMD EPYC Zen 3, with every stride a multiple of 2 KiB; 8 or more: past 8, a 12-way L1,
+# 48 KiB, measured on an Intel Xeon and an AMD Zen 5: strided._caches; tile.h)
 _TUNING.nt_pages = 0                # streamed runs and rows read four pages at once
 # (rows.h, st_stream_lines4: long runs 4 KiB pieces, rows of 4 KiB and more four rows). Cold
 # (each call on fresh operands), 64 MiB, on against off (Intel Xeon, 2 MiB L2, 480 MiB L3):
 # packed copies 1.18-1.24x, padded -> packed (16 KiB rows) 1.29-1.36x, rows of 4 KiB
 # 1.15-1.21x, 8 KiB 1.23-1.30x, 64 KiB 1.17-1.20x, 1 and 2 threads; every transpose level
-# (0.97-1.05x: their streamed runs come from the staging tile, in cache). AMD unmeasured;
-# glibc's memcpy streams its copies above the non-temporal threshold this way on both vendors;
-# strided._caches turns it on for Intel only until AMD is measured.
-_TUNING.down_from = 0               # streamed staged transposes whose strips hold at least
+# (0.97-1.05x: their streamed runs come from the staging tile, in cache). On an AMD EPYC
+# Zen 5 (1 MiB L2, 32 MiB L3) it lost: packed copies 0.68-0.73x, padded -> packed 0.71-0.83x
+# (1 thread); strided._caches turns it on for Intel only.
+_TUNING.down_from = 8               # streamed staged transposes whose strips hold at least
 # this many blocks run down each column of blocks first (0: never; _run_blocks): the source's
 # rows then continue from one block to the next instead of restarting a strip later. Cold
 # (rotating over 1 GiB), 64 MiB, down against strips (Intel Xeon, four tune_copy.py runs and
@@ -166,8 +167,9 @@ _TUNING.down_from = 0               # streamed staged transposes whose strips ho
 # 1.0-1.08x; 512 MiB 2 threads level, column-major float32 1.10x. The machine's run-to-run
 # spread is most of those ranges; no run lost more than 3%. Strips of 3-4 blocks run down lost
 # (column-major uint8 0.97x, NCHW -> NHWC with 256 floats 0.86x: a destination row then
-# takes four passes far apart), hence from 8. AMD unmeasured: strided._caches sets it for
-# Intel only.
+# takes four passes far apart), hence from 8. On an AMD EPYC Zen 5 (64 MiB cold, both
+# orders): 2-D uint8 1.05-1.1x (1 thread), 1.1-1.33x (2), column-major float32 1.03-1.16x,
+# 2-D float32 0.94-1.06x, float64 and uint8 column-major 0.96-1.04x.
 _TUNING.rows_tile_bytes = 0         # streamed tiles of whole destination rows longer than
 # a line (pixels of 128-256 bytes: NCDHW -> NDHWC, NCHW32 of floats and doubles) stage at
 # most this many bytes when each source row still gives a block a run of 1 KiB or more (0:
@@ -177,8 +179,9 @@ _TUNING.rows_tile_bytes = 0         # streamed tiles of whole destination rows l
 # thread, 1.08-1.13x on 2; NCDHW -> NDHWC 1.08-1.17x, 1.12-1.13x; float64 NCHW32 and NCDHW
 # 1.13-1.22x, float64 with 16 channels 1.03-1.08x; 4 MiB 1.04-1.19x; 512 MiB (2 threads)
 # 1.05-1.08x. Runs of 512 bytes lost (64 float channels through a 32 KiB tile
-# 0.84-0.88x), so those keep the staging tile. AMD unmeasured: strided._caches sets it for
-# Intel only.
+# 0.84-0.88x), so those keep the staging tile. On an AMD EPYC Zen 5 (48 KiB L1d, crowd_rows
+# 8): float32 NCHW32 and NCDHW 1.01-1.06x, float64 1.05-1.11x, 1 and 2 threads, both orders.
+# strided._caches sets it where the L1d holds 48 KiB or more; 0 here (the Zen 3's 32 KiB).
 _TUNING.rows_big_bytes = 0          # streamed tiles of whole destination rows from 64 or
 # more source rows (NCHW -> NHWC with 64-256 channels of up to 512 bytes a pixel) stage this
 # many bytes where it is more than the staging tile (0: never; _whole_rows_room): each of the
@@ -191,11 +194,15 @@ _TUNING.rows_big_bytes = 0          # streamed tiles of whole destination rows f
 # 4 MiB 0.94-1.32x, with a bias to the second column of up to 1.17x on rows off the path
 # (the order with the new tile first: 0.94-1.12x, level). The same 512 KiB for every streamed
 # transpose (stage_bytes) lost up to 0.9x (float32 NCHW -> NHWC with 256 channels, rows of
-# 1 KiB: not whole rows) and was level on 2-D transposes. AMD unmeasured: strided._caches
-# sets it for Intel only.
+# 1 KiB: not whole rows) and was level on 2-D transposes. On an AMD EPYC Zen 5 (1 MiB L2),
+# 512 KiB against the 128 KiB tile: uint8 and uint16 with 256 channels 1.17-1.31x, float64
+# with 64 1.16-1.35x, uint16 with 64 1.05-1.13x, 1 and 2 threads, both orders; 512 KiB led
+# 256 KiB by 1.03-1.2x. strided._caches: L2 / 2 within 128-512 KiB on an L2 of 1 MiB or more
+# (smaller L2s unmeasured: 0, as here for the Zen 3's 512 KiB).
 _TUNING.deint_narrow = 0            # 1: pixels of 2 items, or of 4 two-byte items,
 # deinterleave (HWC -> CHW, NHWC -> NCHW) with the 16-byte kernels where the AVX2 ones would
-# not stream (interleave.h st_deint_16_first: Intel 1.11-1.63x); strided._caches: Intel only
+# not stream (interleave.h st_deint_16_first: Intel 1.11-1.63x; on an AMD EPYC Zen 5 pairs
+# 0.93-1.01x, uint16 quads 0.85-0.93x); strided._caches: Intel only
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 

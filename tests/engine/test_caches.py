@@ -59,7 +59,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "llc_bytes": 32 * MiB, "nt_bytes": 32 * MiB,
         "stage_big_from": 8 * MiB,
         "fetch_next": 16, "vector_rows_in_place": 16, "nt_pages": 0, "crowd_rows": 4,
-        "down_from": 0, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
+        "down_from": 8, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -90,8 +90,10 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert {k: got[k] for k in want} == want
     assert got["llc_bytes"] == got["nt_bytes"]
     assert got["fetch_next"] == got["vector_rows_in_place"] == 16
-    assert got["nt_pages"] == 0 and got["crowd_rows"] == 4 and got["down_from"] == 0
-    assert got["rows_tile_bytes"] == got["rows_big_bytes"] == got["deint_narrow"] == 0
+    assert got["nt_pages"] == 0 and got["crowd_rows"] == 4 and got["down_from"] == 8
+    assert got["rows_tile_bytes"] == got["deint_narrow"] == 0
+    # the whole rows' big tile: L2 / 2 within 128-512 KiB on an L2 of 1 MiB or more
+    assert got["rows_big_bytes"] == (0 if l2 < MiB else min(512 * KiB, l2 // 2))
 
 
 @pytest.mark.parametrize("l2, l3, want", [
@@ -104,11 +106,12 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
                           "deint_narrow": 1,
                           "tile_area_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 48 * MiB, "crowd_rows": 8,
-                            "rows_big_bytes": 320 * KiB}),
-    # never past the last-level cache, never under 4 MiB; the whole rows' tile L2 / 4 within
-    # 128-512 KiB (the staging tile's size at least, the buffer's at most)
-    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 6 * MiB,
-                          "rows_big_bytes": 128 * KiB}),
+                            "rows_big_bytes": 512 * KiB}),
+    # never past the last-level cache, never under 4 MiB; the whole rows' tile L2 / 2 within
+    # 128-512 KiB (the staging tile's size at least, the buffer's at most) on an L2 of 1 MiB
+    # or more, none on a smaller one (unmeasured)
+    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 6 * MiB, "rows_big_bytes": 0}),
+    (1 * MiB, 6 * MiB, {"nt_bytes": 4 * MiB, "rows_big_bytes": 512 * KiB}),
     (4 * MiB, 12 * MiB, {"nt_bytes": 8 * MiB, "llc_bytes": 12 * MiB,
                          "stage_big_from": 4 * MiB, "rows_big_bytes": 512 * KiB}),
 ])
@@ -123,6 +126,20 @@ def test_intel_with_a_smaller_l1_keeps_the_staging_tile_for_whole_rows():
     got = derived_tuning(CacheSizes(32 * KiB, 2 * MiB, 480 * MiB, "test", "GenuineIntel"))
     assert got["rows_tile_bytes"] == 0 and got["crowd_rows"] == 4
     assert got["nt_pages"] == 1 and got["down_from"] == 8
+
+
+@pytest.mark.parametrize("vendor", ["AuthenticAMD", "GenuineIntel", None])
+def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vendor):
+    """crowd_rows and rows_tile_bytes follow the L1d's 12 ways, measured alike on an Intel
+    Xeon and an AMD EPYC Zen 5; nt_pages and deint_narrow stay Intel's (they lost on the
+    Zen 5); the Zen 5's 1 MiB L2 takes the whole rows' 512 KiB tile."""
+    zen5 = derived_tuning(CacheSizes(48 * KiB, 1 * MiB, 32 * MiB, "test", vendor))
+    assert zen5["crowd_rows"] == 8 and zen5["rows_tile_bytes"] == 32 * KiB
+    assert zen5["down_from"] == 8 and zen5["rows_big_bytes"] == 512 * KiB
+    intel = vendor == "GenuineIntel"
+    assert zen5["nt_pages"] == zen5["deint_narrow"] == int(intel)
+    zen3 = derived_tuning(CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "test", vendor))
+    assert zen3["crowd_rows"] == 4 and zen3["rows_tile_bytes"] == zen3["rows_big_bytes"] == 0
 
 
 def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():
