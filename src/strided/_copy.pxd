@@ -71,6 +71,7 @@ ctypedef struct Tuning:
     int fetch_next
     int vector_rows_in_place
     int crowd_runs
+    int crowd_staged
     int nt_pages
     int crowd_rows
     int64_t down_from

@@ -146,6 +146,15 @@ _TUNING.fetch_next = 16              # streamed transposes of items of at most t
 # rest level; cold (rotating over 1 GiB) float32 2-D, column-major and C = 256 1.2x faster
 # without, bytes level: there strided._caches sets it to 1, bytes only)
 _TUNING.crowd_runs = 1              # staged copies in cache read crowded rows 4 lines a row
+_TUNING.crowd_staged = 1            # transposes in cache whose source rows share one L1 set
+# (4 KiB multiples apart) go through the staging tile (0: tiled in place; _staged). On the
+# AMD EPYC Zen 3 (8-way 32 KiB L1d) staging them was 1.04-1.85x faster, warm. On an AMD EPYC
+# Zen 5 (12-way 48 KiB L1d), 4 MiB, in place against staged, cold (rotating over 128 MiB):
+# float32 2-D 1024^2, NCHW -> NHWC of 32 x 32 planes with 128 and 512 channels, NHWC -> NCHW
+# with 1024, float64 2-D 512^2 and NCHW -> NHWC 32 x 32: 1.5-2.3x on 1 thread, 1.5-2.1x on 2;
+# warm float32 0.87-1.3x, float64 2-D 1.09-1.12x, float64 NCHW -> NHWC 32 x 32 0.73-0.82x
+# (the one loss, warm only). strided._caches: 0 on AMD with a 48 KiB L1d (Intel, whose
+# streaming threshold leaves this rule only copies inside its L2s, unmeasured cold: 1).
 _TUNING.crowd_rows = 4              # streamed tiles read source rows through the line
 # buffer once more than this many of a micro-tile's rows share an L1 set (4: the 8-way L1 of
 # the AMD EPYC Zen 3, with every stride a multiple of 2 KiB; 8 or more: past 8, a 12-way L1,
@@ -219,6 +228,7 @@ _TUNING.fetch_next = _derived["fetch_next"]
 _TUNING.vector_rows_in_place = _derived["vector_rows_in_place"]
 _TUNING.nt_pages = _derived["nt_pages"]
 _TUNING.crowd_rows = _derived["crowd_rows"]
+_TUNING.crowd_staged = _derived["crowd_staged"]
 _TUNING.down_from = _derived["down_from"]
 _TUNING.rows_tile_bytes = _derived["rows_tile_bytes"]
 _TUNING.rows_big_bytes = min(_derived["rows_big_bytes"], <int64_t>ST_TILE_BUF)
@@ -242,7 +252,7 @@ def _knob(name, value):
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
     if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages",
-                "deint_narrow"):
+                "deint_narrow", "crowd_staged"):
         return int(bool(value))
     if name == "crowd_rows":
         return max(4, min(16, int(value)))
@@ -587,6 +597,8 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     with 16 x 16 planes and 256 channels: 0.55-0.6x). On an Intel Xeon (Emerald Rapids, 48
     KiB 12-way L1d) the rule was ahead for 2-D transposes (4 MiB float32 0.43 vs 0.35) and
     behind for NCHW -> NCHW32 floats (in place 1.1-1.5x at 4-64 MiB): kept, a vendor split.
+    On an AMD EPYC Zen 5 (12-way 48 KiB L1d) the same copies from memory (cold) ran 1.5-2.3x
+    faster in place, warm level to 0.73x: there ``crowd_staged`` is 0 (see its comment).
 
     The row lengths above were measured at 64 MiB with the SSE2 tiles. A copy of at most an
     eighth of the last-level cache (llc_bytes: 4 MiB on a 32 MiB L3, both operands
@@ -633,7 +645,7 @@ cdef bint _staged(const Plan* P, const Tuning* T) noexcept nogil:
     cdef int64_t row = P.C * P.unit
     if T.staged >= 0:
         return T.staged
-    if P.unit != 2 and P.unit != 16 and (P.sq * P.unit) % _L1_WAY == 0:
+    if T.crowd_staged and P.unit != 2 and P.unit != 16 and (P.sq * P.unit) % _L1_WAY == 0:
         return True   # source rows in one L1 set: the tile reads them through its buffer
     if P.unit == 1 and (P.R == 16 and _crowd_l1_sets(P.dp, 16) > 4 or P.dp % _L1_WAY == 0):
         return True   # destination rows in a few L1 sets: the tile writes them whole

@@ -502,7 +502,9 @@ def test_the_planner_stages_source_rows_4_kib_apart(k):
     """Below the streaming threshold, long destination rows are tiled in place, except where
     the source's rows are a multiple of 4 KiB apart (one L1 set): those go through the staging
     tile (2-byte items keep their AVX2 tiles in place; 2 KiB apart is not enough). The staged
-    copies of those layouts match numpy, through the planner's own choice."""
+    copies of those layouts match numpy, through the planner's own choice. With
+    ``crowd_staged`` off (AMD's 12-way L1) the source side's rule is gone and those copies tile
+    in place; the destination side's rule for bytes stays."""
     pitch = 4096 // k
     cases = [((256, pitch), (pitch, 1), (1, pitch), "staged"),          # 2-D transpose
              ((3, 256, pitch), (256 * pitch, pitch, 1), (256 * pitch, 1, 2 * pitch),
@@ -510,14 +512,21 @@ def test_the_planner_stages_source_rows_4_kib_apart(k):
              ((256, pitch), (pitch, 1), (1, pitch + 1),                  # off by one item
               "staged" if k == 1 else "transpose"),     # (bytes: the destination's rows)
              ((256, 2048 // k), (2048 // k, 1), (1, 2048 // k), "transpose")]
-    with tuned(**ENGINE_TUNING):
-        for sizes, dst_strides, src_strides, kind in cases:
-            assert _copy._block_kind(sizes, dst_strides, src_strides, k) == kind, (sizes, k)
-            assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
-                                     what=f"{sizes} {src_strides} k={k}")
-        assert _copy._block_kind((256, 2048), (2048, 1), (1, 2048), 2) == "transpose"
-        with tuned(staged=0):
-            assert _copy._block_kind((256, pitch), (pitch, 1), (1, pitch), k) == "transpose"
+    for crowd_staged in (1, 0):
+        with tuned(**{**ENGINE_TUNING, "crowd_staged": crowd_staged}):
+            for sizes, dst_strides, src_strides, kind in cases:
+                if not crowd_staged and src_strides[-1] % pitch == 0 and k != 1:
+                    # the source's rows in one L1 set, now in place (bytes: the destination's
+                    # rows are 4 KiB apart too, which stages them still)
+                    kind = "transpose"
+                assert _copy._block_kind(sizes, dst_strides, src_strides, k) == kind, \
+                    (sizes, k, crowd_staged)
+                assert_copies_like_numpy(sizes, dst_strides, src_strides, k, threads=(1, 2),
+                                         what=f"{sizes} {src_strides} k={k} {crowd_staged=}")
+            assert _copy._block_kind((256, 2048), (2048, 1), (1, 2048), 2) == "transpose"
+            with tuned(staged=0):
+                assert _copy._block_kind((256, pitch), (pitch, 1), (1, pitch), k) == \
+                    "transpose"
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")

@@ -25,9 +25,9 @@ KNOBS = {
     "nt_stitch_bytes", "shift_buffer_bytes", "convert_tile_bytes", "convert_tiled_bytes",
     "convert_tile_columns", "convert_period_items", "convert_planes", "convert_tiled",
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
-    "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "vector_rows_in_place",
-    "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes", "rows_big_bytes",
-    "deint_narrow",
+    "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "crowd_staged",
+    "vector_rows_in_place", "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
+    "rows_big_bytes", "deint_narrow",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -42,8 +42,8 @@ EXTREME = {
     "convert_period_items": 5, "convert_planes": False, "convert_tiled": False,
     "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64, "nibble_box_bytes": 2,
     "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 16, "crowd_runs": True,
-    "nt_pages": True, "crowd_rows": 8, "down_from": 1, "rows_tile_bytes": 256,
-    "rows_big_bytes": 1024, "deint_narrow": True,
+    "crowd_staged": True, "nt_pages": True, "crowd_rows": 8, "down_from": 1,
+    "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
 }
 
 
