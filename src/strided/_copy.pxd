@@ -78,6 +78,7 @@ ctypedef struct Tuning:
     int64_t rows_tile_bytes
     int64_t rows_big_bytes
     int deint_narrow
+    int deint_alias_nt
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -75,6 +75,7 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_PAGES
         ST_SETS8
         ST_DEINT16
+        ST_DEINT_ALIAS
         ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
@@ -212,6 +213,14 @@ _TUNING.deint_narrow = 0            # 1: pixels of 2 items, or of 4 two-byte ite
 # deinterleave (HWC -> CHW, NHWC -> NCHW) with the 16-byte kernels where the AVX2 ones would
 # not stream (interleave.h st_deint_16_first: Intel 1.11-1.63x; on an AMD EPYC Zen 5 pairs
 # 0.93-1.01x, uint16 quads 0.85-0.93x); strided._caches: Intel only
+_TUNING.deint_alias_nt = 0          # 1: streamed deinterleaves (HWC -> CHW) stream planes
+# a multiple of 2 KiB apart too (interleave.h st_deint_lines, whose comment has the AMD EPYC
+# Zen 3's loss: 1.1-1.35x the time). On an AMD EPYC Zen 5, 1080 x 1920 x 3 float32 (planes 8
+# MiB apart), 1 thread, cold: 26.7-28.0 -> 39.7-41.1 GB/s against cv2.split's 42.7-46.8
+# (which streams them too); tune harness, both orders, planes of 2048^2 and 1080 x 1920:
+# float32 with 2 and 3 channels, uint16 with 3 and 4, uint8 with 4 1.23-1.47x on 1 thread,
+# 1.22-1.47x on 2, the rest level (0.95-1.04x). strided._caches: AMD with a 48 KiB L1d
+# (Intel unmeasured: 0)
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -233,6 +242,7 @@ _TUNING.down_from = _derived["down_from"]
 _TUNING.rows_tile_bytes = _derived["rows_tile_bytes"]
 _TUNING.rows_big_bytes = min(_derived["rows_big_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.deint_narrow = _derived["deint_narrow"]
+_TUNING.deint_alias_nt = _derived["deint_alias_nt"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -252,7 +262,7 @@ def _knob(name, value):
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
     if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages",
-                "deint_narrow", "crowd_staged"):
+                "deint_narrow", "crowd_staged", "deint_alias_nt"):
         return int(bool(value))
     if name == "crowd_rows":
         return max(4, min(16, int(value)))
@@ -866,7 +876,8 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # whole lines of the planes stream (the AVX2 kernels, every plane of the pixels): a
         # third of the traffic saved
         P.nt = ST_NT if stream and P.R == P.sq else 0
-        P.runs = ST_DEINT16 if T.deint_narrow else 0
+        P.runs = ((ST_DEINT16 if T.deint_narrow else 0)
+                  | (ST_DEINT_ALIAS if T.deint_alias_nt else 0))
     else:
         P.BC = min(P.C, per)
         P.BR = min(P.R, max(<int64_t>1, per // P.BC))

@@ -840,18 +840,18 @@ def test_streamed_whole_rows_from_many_source_rows_stage_in_the_big_tile(k, big)
 def test_deinterleaves_match_numpy_through_either_kernel(k, narrow):
     """HWC -> CHW with 2, 3 and 4 channels (and 2 of 4), items of 1, 2 and 4 bytes, through
     the AVX2 or (deint_narrow) the 16-byte deinterleave kernels at every SIMD level, streamed
-    and not, planes a whole number of lines apart (2112 items: the AVX2 kernels stream) and
-    not (2037), a ragged pixel count: the bytes
-    match numpy's on 1 and 2 threads."""
+    and not, planes a whole number of lines apart (2112 items: the AVX2 kernels stream), a
+    multiple of 2 KiB apart (2048 items: they stream with deint_alias_nt) and neither (2037),
+    a ragged pixel count: the bytes match numpy's on 1 and 2 threads."""
     level = _copy._simd()
     try:
-        with tuned(**ENGINE_TUNING), tuned(deint_narrow=narrow):
+        with tuned(**ENGINE_TUNING), tuned(deint_narrow=narrow, deint_alias_nt=narrow):
             for lv in range(level + 1):
                 _copy._simd(lv)
                 for stream in (False, True):
                     with tuned(nt_bytes=0 if stream else 1 << 40):
                         for s, r in ((2, 2), (3, 3), (4, 4), (4, 2)):
-                            for n in (2112, 2037):
+                            for n in (2112, 2048, 2037):
                                 sizes = (r, n)   # planes of n pixels out of pixels of s items
                                 assert_copies_like_numpy(
                                     sizes, (n, 1), (1, s), k, threads=(1, 2),

@@ -660,7 +660,8 @@ def test_streamed_planes_of_every_length_stay_inside():
     lines of every plane between an ordinary head and tail that may overlap them): every
     pixel count 1..160 and a few long ones, the planes starting at every 16th byte of a line,
     the pixels' or the last plane's last byte right before a guard page, every SIMD level, 1
-    and 2 threads. The destination's pages must hold exactly the planes and nothing else."""
+    and 2 threads; planes a multiple of 2 KiB apart too, which stream with deint_alias_nt.
+    The destination's pages must hold exactly the planes and nothing else."""
     out = run_isolated("""
         import numpy as np
         import strided as st
@@ -669,14 +670,17 @@ def test_streamed_planes_of_every_length_stay_inside():
 
         src_area, dst_area = guarded.Arena(3), guarded.Arena(3)
         rng = np.random.default_rng(13)
-        _copy._tune(nt_bytes=0)
+        _copy._tune(nt_bytes=0, deint_alias_nt=1)
         problems = 0
         for level in range(_copy._simd() + 1):
             _copy._simd(level)
             for k, dtype in ((1, np.uint8), (2, np.uint16), (4, np.float32)):
                 for S in (2, 3, 4):
-                    for n in (*range(1, 161), 1000, 1001):
-                        pitch = -(-n * k // 64) * 64
+                    for n, pitch in (*((n, -(-n * k // 64) * 64)
+                                       for n in (*range(1, 161), 1000, 1001)),
+                                     (1000, 2048), (300, 2048), (1001, 4096)):
+                        if pitch < n * k:
+                            continue            # (planes that would overlap)
                         for lead in (0, 16, 48):
                             sused, dused = S * n * k, (S - 1) * pitch + n * k + lead
                             if max(sused, dused) > src_area.size:

@@ -58,9 +58,11 @@ enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below 
  * ST_PAGES (with ST_NT): streamed runs read four places 4 KiB apart at once (rows.h).
  * ST_SETS8 (with ST_NT): the L1 holds 8 of a micro-tile's source rows in one set (12 ways)
  * before they crowd it (tile.h). ST_DEINT16: pixels of 2 items, or of 4 two-byte items,
- * deinterleave with the 16-byte kernels where the AVX2 ones would not stream (interleave.h). */
+ * deinterleave with the 16-byte kernels where the AVX2 ones would not stream (interleave.h).
+ * ST_DEINT_ALIAS (with ST_NT): the AVX2 deinterleave streams planes a multiple of 2 KiB apart
+ * too (interleave.h, st_deint_lines). */
 enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8, ST_FETCH = 16, ST_FETCH_DOWN = 32,
-       ST_RUNS = 64, ST_PAGES = 128, ST_SETS8 = 256, ST_DEINT16 = 512 };
+       ST_RUNS = 64, ST_PAGES = 128, ST_SETS8 = 256, ST_DEINT16 = 512, ST_DEINT_ALIAS = 1024 };
 
 /* ---- what the CPU offers ------------------------------------------------------------------ */
 /* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target
