@@ -205,6 +205,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       1.1-1.35x the time of ordinary stores; on the Zen 5, cold, 1 and 2 threads, 2048^2
       and 1080 x 1920 planes: float32 with 2 and 3 channels, uint16 with 3 and 4, uint8 with
       4 1.22-1.47x faster, the rest level, as cv2.split streams them). Intel unmeasured.
+    - ``pix32_plain`` = 0, on AMD with an L1d of 48 KiB or more 1: streamed 8-bit NCHW ->
+      NCHW32 over planes that spread over the L1 sets writes its pixels with ordinary
+      stores (on the Zen 5, 64 MiB, planes of 362^2-724^2: 1.2-2.9x faster on 1 and 2
+      threads; planes of 256^2 and 512^2, which crowd a set, keep streaming, 0.67-0.9x
+      otherwise). Intel and the Zen 3 unmeasured.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
       level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -245,6 +250,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "rows_big_bytes": _clamp(l2 // 2, 128 * KiB, 512 * KiB) if l2 >= 1 * MiB else 0,
         "deint_narrow": 1 if intel else 0,
         "deint_alias_nt": 1 if twelve_way_l1 and not intel else 0,
+        "pix32_plain": 1 if twelve_way_l1 and not intel else 0,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

@@ -79,6 +79,7 @@ ctypedef struct Tuning:
     int64_t rows_big_bytes
     int deint_narrow
     int deint_alias_nt
+    int pix32_plain
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -76,6 +76,7 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_SETS8
         ST_DEINT16
         ST_DEINT_ALIAS
+        ST_PIX32_PLAIN
         ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
@@ -221,6 +222,13 @@ _TUNING.deint_alias_nt = 0          # 1: streamed deinterleaves (HWC -> CHW) str
 # float32 with 2 and 3 channels, uint16 with 3 and 4, uint8 with 4 1.23-1.47x on 1 thread,
 # 1.22-1.47x on 2, the rest level (0.95-1.04x). strided._caches: AMD with a 48 KiB L1d
 # (Intel unmeasured: 0)
+_TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose planes spread
+# over the L1 sets write their pixels with ordinary stores from the in-register kernel rather
+# than streaming them through the tile (copy_kernels.h, ST_PIX32_PLAIN). AMD EPYC Zen 5, 64
+# MiB, streamed tile -> ordinary stores: planes of 724^2 0.17-0.20 -> 0.46-0.58 memcpy (1
+# thread), 0.34-0.37 -> 0.57-0.83 (2); 362^2 and 720^2 1.2-1.5x; 512 MiB bench_copy 9.8 GB/s
+# (0.32x memcpy) before. Planes that crowd a set (256^2, 512^2) keep the streamed tile (1
+# thread 0.60 vs 0.40). strided._caches: AMD with a 48 KiB L1d (Intel, the Zen 3 unmeasured)
 _TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for items of at most this many bytes (0: never; see _plan_blocks)
 
@@ -243,6 +251,7 @@ _TUNING.rows_tile_bytes = _derived["rows_tile_bytes"]
 _TUNING.rows_big_bytes = min(_derived["rows_big_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.deint_narrow = _derived["deint_narrow"]
 _TUNING.deint_alias_nt = _derived["deint_alias_nt"]
+_TUNING.pix32_plain = _derived["pix32_plain"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -262,7 +271,7 @@ def _knob(name, value):
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
     if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages",
-                "deint_narrow", "crowd_staged", "deint_alias_nt"):
+                "deint_narrow", "crowd_staged", "deint_alias_nt", "pix32_plain"):
         return int(bool(value))
     if name == "crowd_rows":
         return max(4, min(16, int(value)))
@@ -799,6 +808,8 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT
         P.runs = ST_SETS8 if T.crowd_rows >= 8 else 0
+        if T.pix32_plain and P.unit == 1 and P.C == 32 and P.dp == 32:
+            P.runs |= ST_PIX32_PLAIN   # 8-bit NCHW32 over spread planes: ordinary stores
         P.fetch = P.unit <= T.fetch_next
         if _nt_whole_rows(P, T):
             P.BC = P.C

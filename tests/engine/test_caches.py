@@ -61,7 +61,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "fetch_next": 16, "vector_rows_in_place": 16, "nt_pages": 0, "crowd_rows": 4,
         "crowd_staged": 1,
         "down_from": 8, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
-        "deint_alias_nt": 0,
+        "deint_alias_nt": 0, "pix32_plain": 0,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -143,10 +143,10 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     # sources in one L1 set: tiled in place from memory on the Zen 5's 12 ways (Intel: staged)
     assert zen5["crowd_staged"] == (1 if intel else 0)
     # deinterleaves stream planes 2 KiB multiples apart on the Zen 5 (the Zen 3 lost)
-    assert zen5["deint_alias_nt"] == (0 if intel else 1)
+    assert zen5["deint_alias_nt"] == zen5["pix32_plain"] == (0 if intel else 1)
     zen3 = derived_tuning(CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "test", vendor))
     assert zen3["crowd_rows"] == 4 and zen3["rows_tile_bytes"] == zen3["rows_big_bytes"] == 0
-    assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == 0
+    assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == zen3["pix32_plain"] == 0
 
 
 def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():

@@ -609,7 +609,8 @@ def test_rgb_pixels_of_every_length_stay_inside():
     after that), with ordinary stores and with streaming stores forced on (whole output lines
     streamed between an ordinary head and tail), three planes of float32 (st_rgb_4_avx2,
     8 pixels a step), and 32 byte planes into 32-byte pixels (st_pixels32_bytes_avx2, groups
-    of 64 pixels through a buffer): every pixel count 1..200 and a few long ones, planes back
+    of 64 pixels through a buffer, also in streamed copies with pix32_plain): every pixel
+    count 1..200 and a few long ones, planes back
     to back or padded, the planes' last byte or the pixels' last byte right before a guard
     page and the other operand's first right after one, every SIMD level, 1 and 2 threads.
     The destination's pages must hold exactly the interleaved planes and nothing else; the
@@ -629,9 +630,10 @@ def test_rgb_pixels_of_every_length_stay_inside():
                                                    (3, np.uint16), (4, np.uint16),
                                                    (2, np.float32), (3, np.float32),
                                                    (32, np.uint8))
-                                      for nt in (-1, 0)):
+                                      for nt in ((-1, 0, 1) if kind[0] == 32 else (-1, 0))):
             _copy._simd(level)
-            _copy._tune(nt_bytes=nt)
+            # nt 1: streamed, 8-bit NCHW32 through the in-register kernel (pix32_plain)
+            _copy._tune(nt_bytes=min(nt, 0), pix32_plain=int(nt == 1))
             k = np.dtype(dtype).itemsize
             for n in (*range(1, 201, 1 if nt else 3), 1000, 2047, 2048):
                 for pad in (0, 5, 64):

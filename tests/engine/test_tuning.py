@@ -27,7 +27,7 @@ KNOBS = {
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
     "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "crowd_staged",
     "vector_rows_in_place", "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
-    "rows_big_bytes", "deint_narrow", "deint_alias_nt",
+    "rows_big_bytes", "deint_narrow", "deint_alias_nt", "pix32_plain",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -44,7 +44,7 @@ EXTREME = {
     "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 16, "crowd_runs": True,
     "crowd_staged": True, "nt_pages": True, "crowd_rows": 8, "down_from": 1,
     "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
-    "deint_alias_nt": True,
+    "deint_alias_nt": True, "pix32_plain": True,
 }
 
 

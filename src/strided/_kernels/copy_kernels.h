@@ -58,8 +58,12 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
     if (kind == ST_BLOCK_TBUF && scratch == NULL)
         kind = ST_BLOCK_TRANSPOSE;
 #if ST_HAVE_AVX2_DISPATCH
-    /* 32 byte planes into 32-byte pixels (8-bit NCHW32), in registers, unless streamed */
-    if ((kind == ST_BLOCK_TRANSPOSE || (kind == ST_BLOCK_TBUF && !(nt & ST_NT)))
+    /* 32 byte planes into 32-byte pixels (8-bit NCHW32), in registers, unless streamed; with
+     * ST_PIX32_PLAIN streamed ones too where the planes spread over the L1 sets (on an AMD
+     * EPYC Zen 5, 64 MiB NCHW32 over 362^2-724^2 planes: the streamed tile took 1.3-2.9x
+     * the time, 1 thread; planes that crowd a set, 256^2 and 512^2, 0.67-0.9x: they keep it) */
+    if ((kind == ST_BLOCK_TRANSPOSE || (kind == ST_BLOCK_TBUF && (!(nt & ST_NT) ||
+            ((nt & ST_PIX32_PLAIN) && st_l1_crowd(sq, 32) <= 4))))
             && itemsize == 1 && C == 32 && dp == 32 && st_simd >= 2) {
         st_idx done = st_pixels32_bytes_avx2(dst, src, sq, R);
         dst += done * 32;
