@@ -148,10 +148,12 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained
       (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
-    - ``vector_rows_in_place`` = 16, on Intel 0: the item sizes whose NHWC -> NCHW copies
-      with one-vector pixels tile in place rather than stream (on AMD 1.1-1.7x faster in
-      place at 64-256 MiB; on the Xeon level for bytes and uint16, 0.82-0.88x for floats
-      and doubles).
+    - ``vector_rows_in_place`` = 31 (every item size, a mask of byte counts), on Intel 0, on
+      AMD with an L1d of 48 KiB or more 8 (doubles): the item sizes whose NHWC -> NCHW
+      copies with one-vector pixels tile in place rather than stream (on the Zen 3 1.1-1.7x
+      faster in place at 64-256 MiB; on the Xeon level for bytes and uint16, 0.82-0.88x for
+      floats and doubles; on the Zen 5, 64 MiB cold, 0.78-0.86x for bytes and uint16, level
+      on 1 thread and 0.8-0.85x on 2 for float32, 1.08-1.5x for float64).
     - ``nt_pages`` = 0, on Intel 1: streamed runs read four pages at once (rows.h). On the
       Xeon, cold, 64 MiB: packed copies 1.18-1.24x faster, padded -> packed with 16 KiB rows
       1.29-1.36x, transposes level; a streamed copy of 512 MiB 1.28-1.32x. On an AMD EPYC
@@ -241,7 +243,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "nt_bytes": nt,
         "stage_big_from": min(8 * MiB, nt // 2),
         "fetch_next": 1 if intel else 16,
-        "vector_rows_in_place": 0 if intel else 16,
+        "vector_rows_in_place": 0 if intel else 8 if twelve_way_l1 else 31,
         "nt_pages": 1 if intel else 0,
         "crowd_rows": 8 if twelve_way_l1 else 4,
         "crowd_staged": 1 if intel or not twelve_way_l1 else 0,

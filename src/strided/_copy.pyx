@@ -229,8 +229,9 @@ _TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose pla
 # thread), 0.34-0.37 -> 0.57-0.83 (2); 362^2 and 720^2 1.2-1.5x; 512 MiB bench_copy 9.8 GB/s
 # (0.32x memcpy) before. Planes that crowd a set (256^2, 512^2) keep the streamed tile (1
 # thread 0.60 vs 0.40). strided._caches: AMD with a 48 KiB L1d (Intel, the Zen 3 unmeasured)
-_TUNING.vector_rows_in_place = 16    # streamed NHWC -> NCHW with one-vector pixels tile in
-# place for items of at most this many bytes (0: never; see _plan_blocks)
+_TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
+# place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
+# every size; see _plan_blocks and strided._caches)
 
 
 # The knobs that follow the caches and the vendor: the values above are what strided._caches's
@@ -275,8 +276,10 @@ def _knob(name, value):
         return int(bool(value))
     if name == "crowd_rows":
         return max(4, min(16, int(value)))
-    if name in ("fetch_next", "vector_rows_in_place"):
+    if name == "fetch_next":
         return max(0, min(16, int(value)))
+    if name == "vector_rows_in_place":   # a mask of item sizes, 1 | 2 | 4 | 8 | 16
+        return max(0, min(31, int(value)))
     if name == "down_from":
         return max(0, min(1 << 30, int(value)))
     if name == "chunks_per_thread":
@@ -779,7 +782,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     # lines are left partly written (a tile row starting mid-line): measured.
     P.nt = P.kind == ST_BLOCK_COPY and stream
     if P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and stream and not (
-            P.R * P.unit == 16 and P.unit <= T.vector_rows_in_place and not _staged(P, T)):
+            P.R * P.unit == 16 and (P.unit & T.vector_rows_in_place) and not _staged(P, T)):
         # Tiles of whole short rows (the block is one run of the destination), or of short
         # runs of long rows. When every row starts at the same offset in its line, the block
         # columns are shifted onto the lines (_copy_blocks finds the shift from the address, and
@@ -804,6 +807,9 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # 4 behind on 2 threads), so they stream. On an Intel Xeon (cold, 64 MiB, rotating
         # over 1 GiB) in place was level for bytes and uint16 (0.99-1.07x) and behind for
         # floats and doubles (0.82-0.88x, 1 and 2 threads): there vector_rows_in_place = 0
+        # (strided._caches), and they stream. On an AMD EPYC Zen 5 (64 MiB cold, both orders)
+        # streaming was ahead for bytes, uint16 (1.16-1.29x) and float32 (2 threads
+        # 1.18-1.25x, 1 thread level) and behind for float64 (0.66-0.93x): there the mask is 8
         # (strided._caches), and they stream.
         P.kind = ST_BLOCK_TBUF
         P.nt = ST_NT

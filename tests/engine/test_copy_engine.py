@@ -678,16 +678,17 @@ def test_streamed_transposes_whose_source_rows_are_one_vector_stay_in_place(k, c
                                                                          planes, streamed):
     """NHWC -> NCHW where a pixel is one 16-byte vector (16 bytes, 8 uint16, 4 floats, 2
     doubles) is tiled in place with long destination rows even when the copy streams, for
-    items up to vector_rows_in_place bytes (AMD: all; Intel: none), else streamed; pixels
+    item sizes in the vector_rows_in_place mask (the Zen 3: all; Intel: none; the Zen 5:
+    doubles), else streamed; pixels
     of two vectors, and byte planes 4 KiB apart (which would be staged in cache, not tiled in
     place), go through the streamed staging tile. Either way the bytes match numpy's, ragged
     rows included."""
     sizes = (3, channels, planes)
     dst_strides = (channels * planes, planes, 1)
     src_strides = (channels * planes, 1, channels)
-    for limit in (16, k, k - 1):   # vector_rows_in_place: the item sizes that tile in place
+    for limit in (31, k, 31 & ~k, 0):   # vector_rows_in_place: the sizes that tile in place
         with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, vector_rows_in_place=limit):
-            streams = streamed or k > limit
+            streams = streamed or not k & limit
             kind, rows, _ = _copy._block_plan(sizes, dst_strides, src_strides, k)
             assert _copy._block_streams(sizes, dst_strides, src_strides, k) == streams
             assert (kind, rows) == (("staged", channels) if streams else ("transpose", channels))

@@ -41,7 +41,7 @@ EXTREME = {
     "convert_tile_bytes": 4096, "convert_tiled_bytes": 4096, "convert_tile_columns": 16,
     "convert_period_items": 5, "convert_planes": False, "convert_tiled": False,
     "convert_last": 1, "convert_chunked": 1, "convert_chunk_bytes": 64, "nibble_box_bytes": 2,
-    "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 16, "crowd_runs": True,
+    "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 31, "crowd_runs": True,
     "crowd_staged": True, "nt_pages": True, "crowd_rows": 8, "down_from": 1,
     "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
     "deint_alias_nt": True, "pix32_plain": True,
