@@ -205,12 +205,12 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     - ``deint_alias_nt`` = 0, on AMD with an L1d of 48 KiB or more 1: streamed deinterleaves
       (HWC -> CHW) stream planes a multiple of 2 KiB apart too (on the Zen 3 those took
       1.1-1.35x the time of ordinary stores; on the Zen 5, cold, 1 and 2 threads, 2048^2
-      and 1080 x 1920 planes: float32 with 2 and 3 channels, uint16 with 3 and 4, uint8 with
-      4 1.22-1.47x faster, the rest level, as cv2.split streams them). Intel unmeasured.
+      and 1080 x 1920 planes: float32 with 2 and 3 channels, uint16 with 2-4, uint8 with 4
+      1.18-1.47x faster, the rest level, as cv2.split streams them). Intel unmeasured.
     - ``pix32_plain`` = 0, on AMD with an L1d of 48 KiB or more 1: streamed 8-bit NCHW ->
       NCHW32 over planes that spread over the L1 sets writes its pixels with ordinary
-      stores (on the Zen 5, 64 MiB, planes of 362^2-724^2: 1.2-2.9x faster on 1 and 2
-      threads; planes of 256^2 and 512^2, which crowd a set, keep streaming, 0.67-0.9x
+      stores (on the Zen 5, 64 MiB, planes of 362^2-724^2: 1.0-2.9x faster on 1 and 2
+      threads; planes of 256^2 and 512^2, which crowd a set, keep streaming, 0.67-1.03x
       otherwise). Intel and the Zen 3 unmeasured.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
       level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB

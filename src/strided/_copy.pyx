@@ -154,7 +154,7 @@ _TUNING.crowd_staged = 1            # transposes in cache whose source rows shar
 # Zen 5 (12-way 48 KiB L1d), 4 MiB, in place against staged, cold (rotating over 128 MiB):
 # float32 2-D 1024^2, NCHW -> NHWC of 32 x 32 planes with 128 and 512 channels, NHWC -> NCHW
 # with 1024, float64 2-D 512^2 and NCHW -> NHWC 32 x 32: 1.5-2.3x on 1 thread, 1.5-2.1x on 2;
-# warm float32 0.87-1.3x, float64 2-D 1.09-1.12x, float64 NCHW -> NHWC 32 x 32 0.73-0.82x
+# warm float32 0.87-1.3x, float64 2-D 1.09-1.12x, float64 NCHW -> NHWC 32 x 32 0.73-0.86x
 # (the one loss, warm only). strided._caches: 0 on AMD with a 48 KiB L1d (Intel, whose
 # streaming threshold leaves this rule only copies inside its L2s, unmeasured cold: 1).
 _TUNING.crowd_rows = 4              # streamed tiles read source rows through the line
@@ -219,16 +219,17 @@ _TUNING.deint_alias_nt = 0          # 1: streamed deinterleaves (HWC -> CHW) str
 # Zen 3's loss: 1.1-1.35x the time). On an AMD EPYC Zen 5, 1080 x 1920 x 3 float32 (planes 8
 # MiB apart), 1 thread, cold: 26.7-28.0 -> 39.7-41.1 GB/s against cv2.split's 42.7-46.8
 # (which streams them too); tune harness, both orders, planes of 2048^2 and 1080 x 1920:
-# float32 with 2 and 3 channels, uint16 with 3 and 4, uint8 with 4 1.23-1.47x on 1 thread,
-# 1.22-1.47x on 2, the rest level (0.95-1.04x). strided._caches: AMD with a 48 KiB L1d
+# float32 with 2 and 3 channels, uint16 with 2-4, uint8 with 4 1.23-1.47x on 1 thread,
+# 1.18-1.47x on 2, the rest level (0.95-1.04x). strided._caches: AMD with a 48 KiB L1d
 # (Intel unmeasured: 0)
 _TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose planes spread
 # over the L1 sets write their pixels with ordinary stores from the in-register kernel rather
 # than streaming them through the tile (copy_kernels.h, ST_PIX32_PLAIN). AMD EPYC Zen 5, 64
-# MiB, streamed tile -> ordinary stores: planes of 724^2 0.17-0.20 -> 0.46-0.58 memcpy (1
-# thread), 0.34-0.37 -> 0.57-0.83 (2); 362^2 and 720^2 1.2-1.5x; 512 MiB bench_copy 9.8 GB/s
-# (0.32x memcpy) before. Planes that crowd a set (256^2, 512^2) keep the streamed tile (1
-# thread 0.60 vs 0.40). strided._caches: AMD with a 48 KiB L1d (Intel, the Zen 3 unmeasured)
+# MiB, streamed tile -> ordinary stores: planes of 724^2 0.17-0.23 -> 0.44-0.58 memcpy (1
+# thread), 0.27-0.37 -> 0.57-0.83 (2); 362^2 1.1-1.4x, 720^2 1.0-1.65x; 512 MiB bench_copy
+# 9.8 GB/s (0.32x memcpy) before, 25.6 after. Planes that crowd a set (256^2, 512^2) keep
+# the streamed tile (ordinary stores 0.67-1.03x there, 1 thread 0.40 vs 0.60).
+# strided._caches: AMD with a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0)
 _TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
 # every size; see _plan_blocks and strided._caches)

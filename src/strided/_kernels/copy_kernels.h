@@ -60,8 +60,9 @@ static inline void st_copy_block(int kind, int itemsize, char *dst, st_idx dp, s
 #if ST_HAVE_AVX2_DISPATCH
     /* 32 byte planes into 32-byte pixels (8-bit NCHW32), in registers, unless streamed; with
      * ST_PIX32_PLAIN streamed ones too where the planes spread over the L1 sets (on an AMD
-     * EPYC Zen 5, 64 MiB NCHW32 over 362^2-724^2 planes: the streamed tile took 1.3-2.9x
-     * the time, 1 thread; planes that crowd a set, 256^2 and 512^2, 0.67-0.9x: they keep it) */
+     * EPYC Zen 5, 64 MiB NCHW32 over 362^2-724^2 planes: the streamed tile took 1.0-2.9x
+     * the time, 1 and 2 threads; planes that crowd a set, 256^2 and 512^2, 0.67-1.03x:
+     * they keep it) */
     if ((kind == ST_BLOCK_TRANSPOSE || (kind == ST_BLOCK_TBUF && (!(nt & ST_NT) ||
             ((nt & ST_PIX32_PLAIN) && st_l1_crowd(sq, 32) <= 4))))
             && itemsize == 1 && C == 32 && dp == 32 && st_simd >= 2) {
