@@ -836,6 +836,34 @@ def test_streamed_whole_rows_from_many_source_rows_stage_in_the_big_tile(k, big)
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("plain", [0, 1])
+def test_streamed_byte_nchw32_matches_numpy_through_either_kernel(plain):
+    """8-bit NCHW -> NCHW32 streamed (nt_bytes 0) through many blocks of a 16 KiB tile (512
+    pixels a block, a ragged last one), planes that spread over the L1 sets (10007 and 4133
+    pixels: with pix32_plain the in-register kernel writes them with ordinary stores, the
+    tile streams the pixels its groups leave) and planes that crowd one set (4096: the
+    streamed tile either way), destinations 0, 16 and 40 bytes into a line, every SIMD
+    level: the bytes match numpy's on 1 and 2 threads."""
+    level = _copy._simd()
+    try:
+        with tuned(**ENGINE_TUNING), tuned(nt_bytes=0, stage_bytes=16384, pix32_plain=plain):
+            for lv in range(level + 1):
+                _copy._simd(lv)
+                for pixels in (10007, 4133, 4096):
+                    sizes = (2, 32, pixels)   # N x 32 planes -> N x pixels x 32 bytes
+                    dst_strides, src_strides = (32 * pixels, 1, 32), (32 * pixels, pixels, 1)
+                    assert _copy._block_plan(sizes, dst_strides, src_strides, 1) == \
+                        ("staged", 512, 32)
+                    assert _copy._block_streams(sizes, dst_strides, src_strides, 1)
+                    for offset in (0, 16, 40):
+                        assert_copies_like_numpy(
+                            sizes, dst_strides, src_strides, 1, line_offset=offset,
+                            what=f"{pixels} pixels, {offset} into a line, level {lv}")
+    finally:
+        _copy._simd(level)
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("narrow", [0, 1])
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_deinterleaves_match_numpy_through_either_kernel(k, narrow):
