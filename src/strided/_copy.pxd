@@ -80,6 +80,7 @@ ctypedef struct Tuning:
     int deint_narrow
     int deint_alias_nt
     int pix32_plain
+    int sweep_ahead
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

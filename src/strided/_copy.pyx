@@ -77,6 +77,8 @@ cdef extern from "_kernels/copy_kernels.h":
         ST_DEINT16
         ST_DEINT_ALIAS
         ST_PIX32_PLAIN
+        ST_AHEAD_SHIFT
+        ST_AHEAD_MAX
         ST_STITCH_ROWS
     void st_copy_block(int kind, int itemsize, char* dst, Py_ssize_t dp, Py_ssize_t dq,
                        const char* src, Py_ssize_t sp, Py_ssize_t sq,
@@ -230,6 +232,21 @@ _TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose pla
 # 9.8 GB/s (0.32x memcpy) before, 25.6 after. Planes that crowd a set (256^2, 512^2) keep
 # the streamed tile (ordinary stores 0.67-1.03x there, 1 thread 0.40 vs 0.60).
 # strided._caches: AMD with a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0)
+_TUNING.sweep_ahead = 0             # lines ahead of its micro-tiles that a streamed tile's
+# sweep down its source rows fetches each row (0: none; tile.h, ST_AHEAD_SHIFT; also the
+# conversions' one-pass tiles, _convert.pyx). A block reads M rows at a time in runs of 1-8 KiB
+# each; one core's hardware prefetchers do not keep such short runs in flight: (C harness,
+# AMD EPYC Zen 5, 1 thread) reading 64 MiB of float32 NCHW (128^2 planes) 8 planes at a time
+# in runs of 8 KiB took 1.6-2.2x the time of one sequential read (1.5-1.7x with a prefetch 8
+# or 16 lines ahead; padding the planes off 64 KiB changed nothing). Rows shorter than four
+# times the distance do not take it (tile.h). Zen 5, cold, 64 MiB, 8 lines against none, two
+# tune_copy runs in both orders: NCHW -> NHWC float32 with 64 channels 1.03-1.13x on 1 thread,
+# 1.03-1.14x on 2; uint8 with 64 1.10-1.15x, 1.03-1.13x; uint8 with 256 1.18-1.2x, 1.12-1.13x;
+# float32 with 256 1.0-1.03x; 512 MiB on 2 threads 0.98-1.11x; the rest level (no row long
+# enough). float32 -> float16 NCHW -> NHWC (16, 64, 128, 128): 1.22-1.28x on 1 thread,
+# 1.11-1.16x on 2. 16 lines against 8: uint8 with 256 channels 0.75-0.87x, the rest level; 4
+# lines: uint8 with 256 1.1-1.14x, float32 -> float16 0.96x. strided._caches: 8 on AMD with
+# a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0).
 _TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
 # every size; see _plan_blocks and strided._caches)
@@ -254,6 +271,7 @@ _TUNING.rows_big_bytes = min(_derived["rows_big_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.deint_narrow = _derived["deint_narrow"]
 _TUNING.deint_alias_nt = _derived["deint_alias_nt"]
 _TUNING.pix32_plain = _derived["pix32_plain"]
+_TUNING.sweep_ahead = _derived["sweep_ahead"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -279,6 +297,8 @@ def _knob(name, value):
         return max(4, min(16, int(value)))
     if name == "fetch_next":
         return max(0, min(16, int(value)))
+    if name == "sweep_ahead":
+        return max(0, min(<int>ST_AHEAD_MAX, int(value)))
     if name == "vector_rows_in_place":   # a mask of item sizes, 1 | 2 | 4 | 8 | 16
         return max(0, min(31, int(value)))
     if name == "down_from":
@@ -817,6 +837,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.runs = ST_SETS8 if T.crowd_rows >= 8 else 0
         if T.pix32_plain and P.unit == 1 and P.C == 32 and P.dp == 32:
             P.runs |= ST_PIX32_PLAIN   # 8-bit NCHW32 over spread planes: ordinary stores
+        P.runs |= T.sweep_ahead << ST_AHEAD_SHIFT
         P.fetch = P.unit <= T.fetch_next
         if _nt_whole_rows(P, T):
             P.BC = P.C

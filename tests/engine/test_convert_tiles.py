@@ -104,13 +104,19 @@ def test_one_pass_and_two_pass_routes_write_the_same_bits(dtype):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("pad", [0, 5])
-def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad):
+@pytest.mark.parametrize("shape, crowd, ahead", [
+    ((2, 32, 21, 19), 4, 0), ((2, 32, 21, 19), 8, 1), ((1, 16, 32, 32), 4, 2),
+    ((1, 16, 32, 32), 8, 1), ((2, 24, 64, 48), 8, 8)], ids=str)
+def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad, shape, crowd,
+                                                          ahead):
     """With the streaming threshold at 0, the whole-row blocks leave through non-temporal
     stores (a destination starting mid-line: numpy's buffer + 32 items); partial rows (pad)
-    through ordinary ones. Nothing outside the destination changes."""
-    shape = (2, 32, 21, 19)
+    through ordinary ones. Nothing outside the destination changes. Streamed tiles read their
+    source as the copy's do: crowded rows (planes 4 KiB apart) through the line buffer
+    (``crowd_rows`` 4) or directly (8), each row fetched ``sweep_ahead`` lines ahead where
+    a block's rows are long enough (3072 pixels take 8 lines ahead)."""
     x = _source(shape, seed=11)
-    old = _copy._tune(nt_bytes=0)
+    old = _copy._tune(nt_bytes=0, crowd_rows=crowd, sweep_ahead=ahead)
     try:
         buf, dst, full = _guarded_nhwc(shape, np_dtype(dtype), pad)
         full[..., shape[1]:] = 0

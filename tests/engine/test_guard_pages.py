@@ -514,7 +514,8 @@ def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
     exactly np.copyto's result; the source's must be unchanged. With ``crowd_runs`` off, the
     buffer holds one line a row (the streamed copies' and the conversions' way); streamed
     (``nt_bytes`` 0), with ``crowd_rows`` 4 and 8 (ST_SETS8: up to 8 rows in a set read
-    directly)."""
+    directly), each also fetching its rows a line ahead (``sweep_ahead``: the prefetches may
+    point past a row's end, never a load or a store)."""
     out = run_isolated("""
         import numpy as np
         from strided import _copy
@@ -525,7 +526,7 @@ def test_transposes_of_rows_crowding_an_l1_set_stay_inside():
         problems = copies = 0
         default = _copy._tune()
         tunes = [dict(staged=s, crowd_runs=r) for s in (-1, 1) for r in (0, 1)] + [
-            dict(nt_bytes=0, crowd_rows=c) for c in (4, 8)]
+            dict(nt_bytes=0, crowd_rows=c, sweep_ahead=a) for c in (4, 8) for a in (0, 1)]
         for level, tune in [(lv, tn) for lv in range(_copy._simd() + 1) for tn in tunes]:
             _copy._simd(level)
             _copy._tune(**{**default, **tune})

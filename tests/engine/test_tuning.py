@@ -27,7 +27,7 @@ KNOBS = {
     "convert_last", "convert_chunked", "convert_chunked_from", "convert_chunk_bytes",
     "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "crowd_staged",
     "vector_rows_in_place", "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
-    "rows_big_bytes", "deint_narrow", "deint_alias_nt", "pix32_plain",
+    "rows_big_bytes", "deint_narrow", "deint_alias_nt", "pix32_plain", "sweep_ahead",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -44,7 +44,7 @@ EXTREME = {
     "nibble_fused": False, "fetch_next": 16, "vector_rows_in_place": 31, "crowd_runs": True,
     "crowd_staged": True, "nt_pages": True, "crowd_rows": 8, "down_from": 1,
     "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
-    "deint_alias_nt": True, "pix32_plain": True,
+    "deint_alias_nt": True, "pix32_plain": True, "sweep_ahead": 1,
 }
 
 
@@ -82,8 +82,11 @@ def test_knobs_are_clamped_to_what_the_kernels_can_run():
                     chunks_per_thread=-4, convert_tile_bytes=1, convert_tiled_bytes=1 << 40,
                     tile_row_bytes=1, tile_area_bytes=-1, shift_buffer_bytes=0,
                     nt_run_bytes=1 << 40, stage_bytes=1 << 40, nibble_box_bytes=-5,
-                    rows_tile_bytes=1 << 40, rows_big_bytes=1 << 40)
+                    rows_tile_bytes=1 << 40, rows_big_bytes=1 << 40, sweep_ahead=1 << 40)
         now = _copy._tune()
+        assert now["sweep_ahead"] == 63     # the lines ahead fit the flags' six bits
+        assert _copy._tune(sweep_ahead=-2)["sweep_ahead"] == 63
+        assert _copy._tune()["sweep_ahead"] == 0
         assert now["nibble_box_bytes"] == 2    # a 4-bit box holds an element pair at least
         assert (now["staged"], now["convert_last"], now["convert_chunked"]) == (1, -1, 1)
         assert now["convert_planes"] == 1 and now["chunks_per_thread"] == 0

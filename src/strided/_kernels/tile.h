@@ -112,7 +112,7 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
     TD *d = (TD *)dst;                                                                        \
     const TS *s = (const TS *)src;                                                            \
     TD *buf = dp == C && C * (st_idx)sizeof(TD) <= ST_DIRECT_ROW ? d : (TD *)(void *)scratch; \
-    st_idx r0, c0, r, c, rf = R - R % M, cf = C - C % M;                                      \
+    st_idx r0, c0, r, c, i, rf = R - R % M, cf = C - C % M;                                   \
     /* the next block of a strip reads the C source columns after these: fetch them while     \
      * this block's rows are written out, when they are one dense run (sq == R: pixels;       \
      * measured, NHWC -> NCHW with 64 floats, 64 MiB, rows not line-aligned: 0.7x -> 0.95x    \
@@ -145,6 +145,14 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
      * thread), NCHW32 0.95-1.11 / 1.06x, the rest level within the machine's noise; 4 MiB 1  \
      * thread 1.0-1.31x. In cache (1 MiB) it lost up to 0.69x, so only streamed tiles take    \
      * it. */                                                                                 \
+    /* Lines ahead that the sweep down the source rows fetches (ST_AHEAD_SHIFT): a block reads \
+     * its M rows at a time in runs of a few KiB each, too short for the hardware             \
+     * prefetchers to keep the memory busy on one core; see _copy.pyx, sweep_ahead. Rows      \
+     * shorter than four times the distance do not take it (there it was level or behind:    \
+     * 1 KiB runs of NCHW32, 16-byte rows of NHWC -> NCHW). */                               \
+    const st_idx want_ = (nt & ST_NT) ? ((nt >> ST_AHEAD_SHIFT) & ST_AHEAD_MAX)              \
+                                            * ST_LINE_OF(TS) : 0;                              \
+    const st_idx ahead_ = rf >= 4 * want_ ? want_ : 0;                                        \
     const int crowd_ = rf >= ST_LINE_OF(TS) &&                                                \
         ((nt & ST_NT) && (nt & ST_SETS8)                                                      \
              ? st_l1_crowd(sq * (st_idx)sizeof(TS), M) > 8                                    \
@@ -164,12 +172,15 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
         TS lb[(M) * ST_LB_LINES * (ST_LINE / sizeof(TS))];                                    \
         const st_idx L = ST_LINE_OF(TS), LW = L * ((nt & ST_RUNS) ? ST_LB_LINES : 1);         \
         const st_idx rw = rf - rf % LW, rl = rf - rf % L;                                     \
-        st_idx i, k, w;                                                                       \
+        st_idx k, w;                                                                          \
         for (c0 = 0; c0 < cf; c0 += M) {                                                      \
             for (r0 = 0; r0 < rw; r0 += LW) {                                                 \
                 for (i = 0; i < M; i++)                                                       \
-                    for (w = 0; w < LW / L; w++)                                              \
+                    for (w = 0; w < LW / L; w++) {                                            \
+                        if (r0 + w * L + ahead_ < rf)                                         \
+                            ST_PREFETCH(s + r0 + w * L + ahead_ + (c0 + i) * sq);             \
                         ST_COPY_LINE(lb + i * LW + w * L, s + r0 + w * L + (c0 + i) * sq);    \
+                    }                                                                         \
                 for (k = 0; k < LW; k += M)                                                   \
                     MICRO((const char *)(lb + k), LW, (char *)(buf + (r0 + k) * C + c0), C);  \
             }                                                                                 \
@@ -182,6 +193,14 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
             for (; r0 < rf; r0 += M)                                                          \
                 MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
         }                                                                                     \
+    } else if (ahead_) {                                                                      \
+        for (c0 = 0; c0 < cf; c0 += M)                                                        \
+            for (r0 = 0; r0 < rf; r0 += M) {                                                  \
+                if (r0 % ST_LINE_OF(TS) < M && r0 + ahead_ < rf)                              \
+                    for (i = 0; i < M; i++)                                                   \
+                        ST_PREFETCH(s + r0 + ahead_ + (c0 + i) * sq);                         \
+                MICRO((const char *)(s + r0 + c0 * sq), sq, (char *)(buf + r0 * C + c0), C);  \
+            }                                                                                 \
     } else {                                                                                  \
         for (c0 = 0; c0 < cf; c0 += M)                                                        \
             for (r0 = 0; r0 < rf; r0 += M)                                                    \
