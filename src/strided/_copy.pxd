@@ -81,6 +81,7 @@ ctypedef struct Tuning:
     int deint_alias_nt
     int pix32_plain
     int sweep_ahead
+    int64_t pixels_nt_bytes
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -247,6 +247,17 @@ _TUNING.sweep_ahead = 0             # lines ahead of its micro-tiles that a stre
 # 1.11-1.16x on 2. 16 lines against 8: uint8 with 256 channels 0.75-0.87x, the rest level; 4
 # lines: uint8 with 256 1.1-1.14x, float32 -> float16 0.96x. strided._caches: 8 on AMD with
 # a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0).
+_TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixels (HWC
+# <-> CHW, 3-4 channels: the interleave and deinterleave kernels) stream from this footprint
+# (bytes read + written) when it is below nt_bytes (-1: as every copy, from nt_bytes;
+# _pixels_stream). OpenCV's split and merge stream every aligned destination. AMD EPYC Zen
+# 5, 1 thread, uint8 and float32 images of 112^2-1080 x 1920 x 3, split and merge, streamed
+# against ordinary stores (cv2 streamed alike): source and destination cold 1.2-1.5x faster,
+# the source warm and the destination cold (a decoded image into a batch) 1.3-1.6x; both warm
+# (one small pair of buffers in a loop) 0.5-0.8x, 1080 x 1920 uint8 level. 2 threads: cold
+# and warm source 1.2-1.4x, both warm 0.45-0.67x. strided._caches: 256 KiB on AMD with a 48
+# KiB L1d (a quarter of its L2: smaller images stay in cache; Intel, which streams from 4
+# MiB, and the Zen 3 unmeasured: -1).
 _TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
 # every size; see _plan_blocks and strided._caches)
@@ -272,6 +283,7 @@ _TUNING.deint_narrow = _derived["deint_narrow"]
 _TUNING.deint_alias_nt = _derived["deint_alias_nt"]
 _TUNING.pix32_plain = _derived["pix32_plain"]
 _TUNING.sweep_ahead = _derived["sweep_ahead"]
+_TUNING.pixels_nt_bytes = _derived["pixels_nt_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -307,6 +319,8 @@ def _knob(name, value):
         return max(0, int(value))
     if name == "nt_bytes":
         return int(value)
+    if name == "pixels_nt_bytes":   # (-1: none of its own)
+        return max(-1, int(value))
     if name == "tile_area_bytes":   # (its square root sizes the tile: any value plans)
         return min(max(16, int(value)), 1 << 40)
     # runs are clamped so that a tile of a micro-tile's rows (at most 16) of them, or of whole
@@ -791,6 +805,8 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
                          min(T.stage_bytes, <int64_t>16384)) // P.unit
     cdef int i
     cdef bint stream = streams(T, P.nbytes + _read_bytes(P))
+    # the kernels between a few planes and dense pixels (images) have their own threshold
+    cdef bint stream_pixels = _pixels_stream(T, P.nbytes + _read_bytes(P))
     P.align = 0
     P.align_rows = 0
     P.down = 0
@@ -904,7 +920,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # kernels)
         P.BC = P.C
         P.BR = min(P.R, max(<int64_t>1, per // P.C))
-        P.nt = ST_NT if stream and P.dp == P.C and (
+        P.nt = ST_NT if stream_pixels and P.dp == P.C and (
             P.unit <= 2 and 3 <= P.C <= 4 or P.unit == 4 and P.C == 3) else 0
     elif P.kind == ST_BLOCK_TRANSPOSE and P.R < micro:
         # a few destination planes out of dense source pixels (HWC -> CHW): every plane in each
@@ -913,8 +929,13 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         P.BR = P.R
         P.BC = min(P.C, max(<int64_t>64, per // P.R // 64 * 64))
         # whole lines of the planes stream (the AVX2 kernels, every plane of the pixels): a
-        # third of the traffic saved
-        P.nt = ST_NT if stream and P.R == P.sq else 0
+        # third of the traffic saved. Streamed, the blocks start on the planes' lines (when
+        # the planes share a line offset): a block boundary inside a line left each plane a
+        # line written in two parts with ordinary stores, each read for ownership from
+        # memory. AMD EPYC Zen 5, 1080 x 1920 x 3 uint8, cold, streamed, 1 thread: 307 us
+        # -> 302 us (cv2.split 300), blocks of 16 KiB 435 -> 328 us.
+        P.nt = ST_NT if stream_pixels and P.R == P.sq else 0
+        P.align = P.nt != 0 and _lines_agree(P, P.dp, P.ds)
         P.runs = ((ST_DEINT16 if T.deint_narrow else 0)
                   | (ST_DEINT_ALIAS if T.deint_alias_nt else 0))
     else:
@@ -2248,6 +2269,15 @@ cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil:
     the cache beside the source anyway. (The 4-bit conversions' float32 planes still count
     the bytes they write: their footprint is unmeasured.)"""
     return T.nt_bytes >= 0 and nbytes >= T.nt_bytes
+
+
+cdef inline bint _pixels_stream(const Tuning* T, int64_t nbytes) noexcept nogil:
+    """Whether a copy between a few planes and dense pixels (HWC <-> CHW: the interleave and
+    deinterleave kernels) moving ``nbytes`` (its footprint) streams: from pixels_nt_bytes
+    where that is set (0 or more) and below nt_bytes, else as every copy does (streams)."""
+    if T.pixels_nt_bytes < 0 or T.nt_bytes < 0:
+        return streams(T, nbytes)
+    return nbytes >= min(T.nt_bytes, T.pixels_nt_bytes)
 
 
 cdef int simd_level() noexcept nogil:

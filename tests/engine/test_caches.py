@@ -61,7 +61,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "fetch_next": 16, "vector_rows_in_place": 31, "nt_pages": 0, "crowd_rows": 4,
         "crowd_staged": 1,
         "down_from": 8, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
-        "deint_alias_nt": 0, "pix32_plain": 0, "sweep_ahead": 0,
+        "deint_alias_nt": 0, "pix32_plain": 0, "sweep_ahead": 0, "pixels_nt_bytes": -1,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -94,6 +94,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert got["fetch_next"] == 16 and got["vector_rows_in_place"] == 31
     assert got["nt_pages"] == 0 and got["crowd_rows"] == 4 and got["down_from"] == 8
     assert got["rows_tile_bytes"] == got["deint_narrow"] == got["sweep_ahead"] == 0
+    assert got["pixels_nt_bytes"] == -1
     # the whole rows' big tile: L2 / 2 within 128-512 KiB on an L2 of 1 MiB or more
     assert got["rows_big_bytes"] == (0 if l2 < MiB else min(512 * KiB, l2 // 2))
 
@@ -148,11 +149,15 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen5["vector_rows_in_place"] == (0 if intel else 8)
     # streamed tiles fetch their rows 8 lines ahead on the Zen 5 (Intel unmeasured)
     assert zen5["sweep_ahead"] == (0 if intel else 8)
+    # images (HWC <-> CHW) stream from a quarter of the Zen 5's L2 (Intel: from nt_bytes)
+    assert zen5["pixels_nt_bytes"] == (-1 if intel else 256 * KiB)
+    big_l2 = derived_tuning(CacheSizes(48 * KiB, 8 * MiB, 32 * MiB, "test", vendor))
+    assert big_l2["pixels_nt_bytes"] == (-1 if intel else 1 * MiB)
     zen3 = derived_tuning(CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "test", vendor))
     assert zen3["crowd_rows"] == 4 and zen3["rows_tile_bytes"] == zen3["rows_big_bytes"] == 0
     assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == zen3["pix32_plain"] == 0
     assert zen3["vector_rows_in_place"] == (0 if intel else 31)
-    assert zen3["sweep_ahead"] == 0
+    assert zen3["sweep_ahead"] == 0 and zen3["pixels_nt_bytes"] == -1
 
 
 def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():

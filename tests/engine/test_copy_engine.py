@@ -670,6 +670,37 @@ def test_copies_stream_once_they_move_as_much_as_the_last_level_cache(k):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k, channels", [(1, 3), (1, 4), (2, 3), (2, 4), (4, 3)])
+def test_images_stream_from_their_own_threshold(k, channels):
+    """HWC <-> CHW (the interleave and deinterleave kernels: pixels of fewer items than a
+    micro-tile's side) stream from pixels_nt_bytes when that is set and below nt_bytes, by
+    the footprint (bytes read + written), as every copy does from nt_bytes; -1 leaves them
+    to nt_bytes, and nt_bytes -1 (never) wins. A 2-D transpose of as many bytes (both sides
+    a micro-tile or more) keeps nt_bytes. Streamed and not, split and merge match
+    numpy's bytes on 1 and 2 threads, planes whose lines agree (blocks start on their lines)
+    and planes that do not (2 pixels short of it)."""
+    h, w = 61, 128
+    for width in (w, w - 2):
+        hw = h * width
+        footprint = 2 * hw * channels * k
+        split = ((channels, hw), (hw, 1), (1, channels))   # HWC -> CHW
+        merge = ((hw, channels), (channels, 1), (1, hw))   # CHW -> HWC
+        square = ((hw // 16, 16 * channels), (1, hw // 16), (16 * channels, 1))
+        for pixels_nt, nt, want in ((footprint, 1 << 40, True), (footprint + 1, 1 << 40, False),
+                                    (-1, 1 << 40, False), (-1, footprint, True),
+                                    (0, -1, False), (1 << 40, footprint, True)):
+            with tuned(**ENGINE_TUNING), tuned(nt_bytes=nt, pixels_nt_bytes=pixels_nt):
+                for sizes, dst_strides, src_strides in (split, merge):
+                    assert _copy._block_streams(sizes, dst_strides, src_strides, k) == want, \
+                        (pixels_nt, nt, sizes)
+                    assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                             threads=(1, 2),
+                                             what=f"{sizes} of {k} bytes, {pixels_nt}, {nt}")
+                assert _copy._block_streams(*square, k) == (0 <= nt <= 2 * (hw // 16) * 16
+                                                            * channels * k)
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("k, channels, planes, streamed",
                          [(1, 16, 1603, False), (2, 8, 1603, False), (4, 4, 1603, False),
                           (8, 2, 1603, False), (1, 32, 1603, True), (2, 16, 1603, True),
