@@ -515,6 +515,8 @@ CONVERT_TUNES = {
     "staged": (("convert_chunked", 1), ("convert_chunk_bytes", 64)),
     "small-tiles": (("convert_tile_bytes", 4096), ("convert_tile_columns", 16),
                     ("convert_tiled_bytes", 4096), ("convert_period_items", 5)),
+    # every destination streamed: dense rows through st_cvt_stream_run, tiles and planes
+    "streamed": (("nt_bytes", 0), ("sweep_ahead", 1)),
 }
 
 

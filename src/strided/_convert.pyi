@@ -56,6 +56,13 @@ def _tiled_streams(
     dst_type: str,
     src_type: str,
 ) -> bool | None: ...
+def _plan_streams(
+    sizes: Sequence[SupportsIndex],
+    dst_strides: Sequence[SupportsIndex],
+    src_strides: Sequence[SupportsIndex],
+    dst_type: str,
+    src_type: str,
+) -> bool: ...
 
 CASTINGS: tuple[str, ...]
 

@@ -82,6 +82,7 @@ ctypedef struct Tuning:
     int pix32_plain
     int sweep_ahead
     int64_t pixels_nt_bytes
+    int convert_stream_rows
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -129,6 +129,7 @@ _TUNING.convert_tile_columns = 64    # a staged tile's columns (destination rows
 _TUNING.convert_period_items = 512   # an unrolled period of per-channel parameters
 _TUNING.convert_planes = 1           # dense 8-bit pixels go straight to float32 planes
 _TUNING.convert_tiled = 1            # float32 -> float16/bfloat16 transposes in one pass
+_TUNING.convert_stream_rows = 1      # dense rows of a conversion stream past nt_bytes
 _TUNING.convert_last = -1            # -1: widening transposes convert last; 0 never, 1 always
 _TUNING.convert_chunked = -1         # -1: large narrowing transposes go through chunks
 _TUNING.convert_chunked_from = 4 * 1024 * 1024   # destination bytes from which to chunk
@@ -303,7 +304,8 @@ def _knob(name, value):
     if name in ("staged", "convert_last", "convert_chunked"):
         return max(-1, min(1, int(value)))
     if name in ("convert_planes", "convert_tiled", "nibble_fused", "crowd_runs", "nt_pages",
-                "deint_narrow", "crowd_staged", "deint_alias_nt", "pix32_plain"):
+                "deint_narrow", "crowd_staged", "deint_alias_nt", "pix32_plain",
+                "convert_stream_rows"):
         return int(bool(value))
     if name == "crowd_rows":
         return max(4, min(16, int(value)))

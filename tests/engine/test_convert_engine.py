@@ -374,3 +374,59 @@ def test_a_plain_cast_to_the_same_type_is_the_identity_row(type_name):
                             type_name, type_name)
     assert dst.T.tobytes() == src.tobytes()
     assert dst.T.tobytes() == src.astype(type_name).tobytes()
+
+
+STREAM_PAIRS = [("float32", "float16", False), ("uint8", "float32", True),
+                ("float64", "float32", False), ("float32", "int8", True),
+                ("int8", "float32", True), ("float16", "float32", False),
+                ("complex64", "complex128", False)]
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize(("src_dtype", "dst_dtype", "affine"), STREAM_PAIRS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streamed_dense_rows_write_exactly_their_items(src_dtype, dst_dtype, affine,
+                                                        threads):
+    """Past nt_bytes, dense rows convert through a buffer in the L1 whose whole lines leave
+    with streaming stores (st_cvt_stream_run): the first part of the first line in place, the
+    buffer's pieces ending on lines, the last partial line with ordinary stores; 2-byte items
+    at an odd address convert in place. Runs around the buffer's 4096 bytes and the lines,
+    destinations 0-63 bytes into a line, one row and padded rows with a scale a row: numpy's
+    values, bit for bit, and not a byte written outside the items."""
+    from strided import _convert
+    rng = np.random.default_rng(3)
+    dsz = np.dtype(dst_dtype).itemsize
+    per = 4096 // dsz
+    lengths = sorted({1, 63 // dsz + 1, 64 // dsz, per - 1, per, per + 1, 3 * per + 17, 9001})
+    offsets = sorted({0, 2, 16, 40, 62, 1 if dsz <= 2 else 0})
+    old = _copy._tune(nt_bytes=0)
+    try:
+        for n in lengths:
+            for rows, pad in ((1, 0), (3, 5)):
+                src = (rng.standard_normal((rows, n)) * 50).astype(src_dtype) \
+                    if np.dtype(src_dtype).kind in "fc" else \
+                    rng.integers(-100, 100, (rows, n)).astype(src_dtype)
+                scale = np.linspace(0.5, 2.0, rows) if affine else None
+                shift = -3.0 if affine else None
+                want = _expected(src, dst_dtype, scale=scale, shift=shift,
+                                 axis=0 if affine else None)
+                for off in offsets:
+                    width = n + pad
+                    raw = np.full(rows * width * dsz + 192, 0x5A, np.uint8)
+                    base = (-raw.ctypes.data) % 64 + 64 + off
+                    dst = raw[base:base + rows * width * dsz].view(dst_dtype)
+                    dst = dst.reshape(rows, width)[:, :n]
+                    if rows == 1 and off % dsz == 0:
+                        assert _convert._plan_streams(dst.shape, (width, 1), (n, 1),
+                                                      dst_dtype, src_dtype)
+                    kwargs = dict(scale=scale, shift=shift, axis=0) if affine else {}
+                    st.copyto(dst, src, casting="unsafe", num_threads=threads, **kwargs)
+                    what = f"{src_dtype}->{dst_dtype} n={n} rows={rows} off={off}"
+                    assert np.array_equal(dst.view(np.uint8), want.view(np.uint8)), what
+                    assert (raw[:base] == 0x5A).all(), what
+                    assert (raw[base + ((rows - 1) * width + n) * dsz:] == 0x5A).all(), what
+                    if pad:   # the rows' padding is untouched too
+                        padded = raw[base:base + rows * width * dsz].reshape(rows, width * dsz)
+                        assert (padded[:, n * dsz:] == 0x5A).all(), what
+    finally:
+        _copy._tune(**old)

@@ -111,6 +111,42 @@ ST_DEFINE_TILED(st_t4, st_t2, 8, st_micro_f32_bf16, ST_CV_F32_BF16, st_tiled_f32
                 ST_TILE_AVX2)
 #endif
 
+/* A dense run of n items converted with one set of parameters (ps 0) through a buffer in the
+ * L1, whose lines then leave with streaming stores: a destination far larger than the caches
+ * is written without its lines being read for ownership first (a contiguous cast moves
+ * (ssz + dsz) n bytes instead of (ssz + 2 dsz) n). The buffer's pieces end on the
+ * destination's lines, so no line is written in two parts (only the run's first and last
+ * lines, with ordinary stores); a destination whose items miss the line boundaries (an odd
+ * address of 2-byte items) converts in place. The caller fences. */
+#define ST_CVT_STREAM_BUF 4096
+static void st_cvt_stream_run(const st_cvt_op *op, char *d, const char *s, st_idx n,
+                              const char *scale, const char *shift)
+{
+#if ST_HAVE_SSE2
+    char buf[ST_CVT_STREAM_BUF] __attribute__((aligned(64)));
+    const st_idx dsz = st_type_size[op->dtype], ssz = st_type_size[op->stype];
+    const st_idx head = (st_idx)((64 - ((uintptr_t)d & 63)) & 63), per = ST_CVT_STREAM_BUF / dsz;
+    st_idx k;
+    if (head % dsz) {
+        st_cvt_row(op, d, 1, s, 1, n, scale, shift, 0);
+        return;
+    }
+    for (k = head / dsz < n ? head / dsz : n; n > 0; k = n < per ? n : per) {
+        if ((uintptr_t)d & 63)   /* the first line's part, in place */
+            st_cvt_row(op, d, 1, s, 1, k, scale, shift, 0);
+        else {
+            st_cvt_row(op, buf, 1, s, 1, k, scale, shift, 0);
+            st_store_row(d, buf, (size_t)(k * dsz), ST_NT);
+        }
+        d += k * dsz;
+        s += k * ssz;
+        n -= k;
+    }
+#else
+    st_cvt_row(op, d, 1, s, 1, n, scale, shift, 0);
+#endif
+}
+
 /* The one-pass converting transpose of a plain conversion (no scale or shift) from stype to
  * dtype at SIMD level `simd` (2: AVX2, with F16C for float16), or NULL. */
 static st_tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd)
