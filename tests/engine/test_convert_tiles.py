@@ -115,7 +115,7 @@ def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad, sha
     source as the copy's do: crowded rows (planes 4 KiB apart) through the line buffer
     (``crowd_rows`` 4) or directly (8), each row fetched ``sweep_ahead`` lines ahead where
     a block's rows are long enough (at most a quarter of them: 3072 pixels take 8 lines
-    ahead, 399 pixels 1 of 2)."""
+    ahead, 399 pixels the 1 line asked)."""
     x = _source(shape, seed=11)
     old = _copy._tune(nt_bytes=0, crowd_rows=crowd, sweep_ahead=ahead)
     try:
