@@ -214,11 +214,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       otherwise). Intel and the Zen 3 unmeasured.
     - ``sweep_ahead`` = 0, on AMD with an L1d of 48 KiB or more 8: streamed tiles (the
       copy's and the float32 -> float16 / bfloat16 conversions') fetch each source row this
-      many lines ahead of their micro-tiles, at most a quarter of a block's rows (on the Zen 5, 64 MiB cold, 1 and 2 threads: NCHW -> NHWC with 64 and 256
-      channels 1.03-1.2x, float32 -> float16 NCHW -> NHWC 1.11-1.28x, float32 NCHW32 and
-      NCDHW 1.05-1.13x; the rest level; 16
-      lines ahead lost up to 0.75x on bytes, 4 lost 0.96x on the conversion). Intel and the
-      Zen 3 unmeasured.
+      many lines ahead of their micro-tiles, at most a quarter of a block's rows (on the Zen
+      5, 64 MiB cold, 1 and 2 threads: NCHW -> NHWC with 64 and 256 channels 1.03-1.2x,
+      float32 -> float16 NCHW -> NHWC 1.11-1.28x, float32 NCHW32 and NCDHW 1.05-1.13x; the
+      rest level; 16 lines ahead lost up to 0.75x on bytes, 4 lost 0.96x on the
+      conversion). Intel and the Zen 3 unmeasured.
     - ``pixels_nt_bytes`` = -1 (as ``nt_bytes``), on AMD with an L1d of 48 KiB or more L2 / 4
       within 64 KiB-1 MiB: copies between a few planes and dense pixels (HWC <-> CHW, the
       interleave and deinterleave kernels) stream from this footprint, as OpenCV's split and

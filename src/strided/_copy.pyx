@@ -236,21 +236,21 @@ _TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose pla
 _TUNING.sweep_ahead = 0             # lines ahead of its micro-tiles that a streamed tile's
 # sweep down its source rows fetches each row (0: none; tile.h, ST_AHEAD_SHIFT; also the
 # conversions' one-pass tiles, _convert.pyx). A block reads M rows at a time in runs of 1-8 KiB
-# each; one core's hardware prefetchers do not keep such short runs in flight: (C harness,
-# AMD EPYC Zen 5, 1 thread) reading 64 MiB of float32 NCHW (128^2 planes) 8 planes at a time
-# in runs of 8 KiB took 1.6-2.2x the time of one sequential read (1.5-1.7x with a prefetch 8
-# or 16 lines ahead; padding the planes off 64 KiB changed nothing). Blocks fetch at most a
-# quarter of their rows ahead (tile.h). Zen 5, cold, 64 MiB, 8 lines against none (rows
-# shorter than 2 KiB then took none), two tune_copy runs in both orders: NCHW -> NHWC float32 with 64 channels 1.03-1.13x on 1 thread,
-# 1.03-1.14x on 2; uint8 with 64 1.10-1.15x, 1.03-1.13x; uint8 with 256 1.18-1.2x, 1.12-1.13x;
-# float32 with 256 1.0-1.03x; 512 MiB on 2 threads 0.98-1.11x; the rest level (no row long
-# enough). float32 -> float16 NCHW -> NHWC (16, 64, 128, 128): 1.22-1.28x on 1 thread,
+# each; one core's hardware prefetchers do not keep such short runs in flight: (C harness, AMD
+# EPYC Zen 5, 1 thread) reading 64 MiB of float32 NCHW (128^2 planes) 8 planes at a time in runs
+# of 8 KiB took 1.6-2.2x the time of one sequential read (1.5-1.7x with a prefetch 8 or 16 lines
+# ahead; padding the planes off 64 KiB changed nothing). Blocks fetch at most a quarter of their
+# rows ahead (tile.h). Zen 5, cold, 64 MiB, 8 lines against none (rows shorter than 2 KiB then
+# took none), two tune_copy runs in both orders: NCHW -> NHWC float32 with 64 channels 1.03-1.13x
+# on 1 thread, 1.03-1.14x on 2; uint8 with 64 1.10-1.15x, 1.03-1.13x; uint8 with 256 1.18-1.2x,
+# 1.12-1.13x; float32 with 256 1.0-1.03x; 512 MiB on 2 threads 0.98-1.11x; the rest level (no row
+# long enough). float32 -> float16 NCHW -> NHWC (16, 64, 128, 128): 1.22-1.28x on 1 thread,
 # 1.11-1.16x on 2. 16 lines against 8: uint8 with 256 channels 0.75-0.87x, the rest level; 4
-# lines: uint8 with 256 1.1-1.14x, float32 -> float16 0.96x. Shorter rows fetching a quarter
-# of theirs ahead, against none: float32 NCHW32 and NCDHW 1.05-1.13x, uint8 2-D and
-# column-major 1.04-1.08x on 2 threads, float32 NHWC -> NCHW with 64 channels 0.95-1.0x, 2-D
-# float32 0.96-1.02x, the rest level. strided._caches: 8 on AMD with a 48 KiB L1d (Intel and
-# the Zen 3 unmeasured: 0).
+# lines: uint8 with 256 1.1-1.14x, float32 -> float16 0.96x. Shorter rows fetching a quarter of
+# theirs ahead, against none: float32 NCHW32 and NCDHW 1.05-1.13x, uint8 2-D and column-major
+# 1.04-1.08x on 2 threads, float32 NHWC -> NCHW with 64 channels 0.95-1.0x, 2-D float32
+# 0.96-1.02x, the rest level. strided._caches: 8 on AMD with a 48 KiB L1d (Intel and the Zen 3
+# unmeasured: 0).
 _TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixels (HWC
 # <-> CHW, 3-4 channels: the interleave and deinterleave kernels) stream from this footprint
 # (bytes read + written) when it is below nt_bytes (-1: as every copy, from nt_bytes;

@@ -180,7 +180,7 @@ ATTR static void NAME(char *dst, st_idx dp, const char *src, st_idx sq, st_idx R
             for (r0 = 0; r0 < rw; r0 += LW) {                                                 \
                 for (i = 0; i < M; i++)                                                       \
                     for (w = 0; w < LW / L; w++) {                                            \
-                        if (r0 + w * L + ahead_ < rf)                                         \
+                        if (ahead_ && r0 + w * L + ahead_ < rf)                               \
                             ST_PREFETCH(s + r0 + w * L + ahead_ + (c0 + i) * sq);             \
                         ST_COPY_LINE(lb + i * LW + w * L, s + r0 + w * L + (c0 + i) * sq);    \
                     }                                                                         \
