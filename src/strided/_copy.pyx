@@ -252,7 +252,8 @@ _TUNING.sweep_ahead = 0             # lines ahead of its micro-tiles that a stre
 # 0.96-1.02x, the rest level. strided._caches: 8 on AMD with a 48 KiB L1d (Intel and the Zen 3
 # unmeasured: 0).
 _TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixels (HWC
-# <-> CHW, 3-4 channels: the interleave and deinterleave kernels) stream from this footprint
+# <-> CHW: the interleave and deinterleave kernels, pixels of fewer items than a micro-tile's
+# side; of those, the kernels that stream take 3-4 channels to pixels) stream from this footprint
 # (bytes read + written) when it is below nt_bytes (-1: as every copy, from nt_bytes;
 # _pixels_stream). OpenCV's split and merge stream every aligned destination. AMD EPYC Zen
 # 5, 1 thread, uint8 and float32 images of 112^2-1080 x 1920 x 3, split and merge, streamed

@@ -677,8 +677,9 @@ def test_images_stream_from_their_own_threshold(k, channels):
     the footprint (bytes read + written), as every copy does from nt_bytes; -1 leaves them
     to nt_bytes, and nt_bytes -1 (never) wins. A 2-D transpose of as many bytes (both sides
     a micro-tile or more) keeps nt_bytes. Streamed and not, split and merge match
-    numpy's bytes on 1 and 2 threads, planes whose lines agree (blocks start on their lines)
-    and planes that do not (2 pixels short of it)."""
+    numpy's bytes on 1 and 2 threads, planes whose lines agree (blocks start on their lines,
+    after a first block up to the first line boundary when the destination starts inside a
+    line) and planes that do not (2 pixels short of it)."""
     h, w = 61, 128
     for width in (w, w - 2):
         hw = h * width
@@ -693,9 +694,11 @@ def test_images_stream_from_their_own_threshold(k, channels):
                 for sizes, dst_strides, src_strides in (split, merge):
                     assert _copy._block_streams(sizes, dst_strides, src_strides, k) == want, \
                         (pixels_nt, nt, sizes)
-                    assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
-                                             threads=(1, 2),
-                                             what=f"{sizes} of {k} bytes, {pixels_nt}, {nt}")
+                    for line_offset in (0, 16, 4 * k):   # a first block before the lines
+                        assert_copies_like_numpy(
+                            sizes, dst_strides, src_strides, k, line_offset=line_offset,
+                            threads=(1, 2),
+                            what=f"{sizes} of {k} bytes, {pixels_nt}, {nt}, +{line_offset}")
                 assert _copy._block_streams(*square, k) == (0 <= nt <= 2 * (hw // 16) * 16
                                                             * channels * k)
 
