@@ -223,9 +223,9 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       within 64 KiB-1 MiB: copies between a few planes and dense pixels (HWC <-> CHW, the
       interleave and deinterleave kernels) stream from this footprint, as OpenCV's split and
       merge stream every aligned destination (on the Zen 5, 112^2-1080 x 1920 images of
-      uint8 and float32, split and merge, against ordinary stores: cold 1.2-1.5x faster, a
-      warm source into a cold destination 1.3-1.6x, 1 and 2 threads; a warm pair of
-      buffers reused in a loop 0.45-0.8x). Intel, which streams from 4 MiB, unmeasured.
+      uint8 and float32, split and merge, against ordinary stores: cold 1.13-1.56x faster, a
+      warm source into a cold destination 1.2-1.63x, 1 and 2 threads; a warm pair of
+      buffers reused in a loop 0.45-0.82x). Intel, which streams from 4 MiB, unmeasured.
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
       level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon

@@ -257,9 +257,9 @@ _TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixe
 # (bytes read + written) when it is below nt_bytes (-1: as every copy, from nt_bytes;
 # _pixels_stream). OpenCV's split and merge stream every aligned destination. AMD EPYC Zen
 # 5, 1 thread, uint8 and float32 images of 112^2-1080 x 1920 x 3, split and merge, streamed
-# against ordinary stores (cv2 streamed alike): source and destination cold 1.2-1.5x faster,
-# the source warm and the destination cold (a decoded image into a batch) 1.3-1.6x; both warm
-# (one small pair of buffers in a loop) 0.5-0.8x, 1080 x 1920 uint8 level. 2 threads: cold
+# against ordinary stores (cv2 streamed alike): source and destination cold 1.13-1.56x faster,
+# the source warm and the destination cold (a decoded image into a batch) 1.3-1.63x; both warm
+# (one small pair of buffers in a loop) 0.49-0.82x, 1080 x 1920 uint8 level. 2 threads: cold
 # and warm source 1.2-1.4x, both warm 0.45-0.67x. strided._caches: 256 KiB on AMD with a 48
 # KiB L1d (a quarter of its L2: smaller images stay in cache; Intel, which streams from 4
 # MiB, and the Zen 3 unmeasured: -1).
