@@ -178,7 +178,7 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
         # kernel, tile.h): up to 8 crowded rows directly on a 12-way L1 (crowd_rows) and
         # sweep_ahead lines ahead fetched. AMD EPYC Zen 5, float32 (16, 64, 128, 128) NCHW
         # -> float16 NHWC (planes 64 KiB apart), cold: with both 7.5 -> 4.8 ms on 1 thread,
-        # 4.3 -> 3.2 ms on 2 (crowd_rows 8 alone 1.15-1.2x, the fetch 1.1-1.3x on top).
+        # 4.3 -> 3.2 ms on 2 (crowd_rows 8 alone 1.14-1.22x, the fetch 1.11-1.28x on top).
         if streams(T, P.nbytes):
             P.stream = (ST_NT | (ST_SETS8 if T.crowd_rows >= 8 else 0)
                         | T.sweep_ahead << ST_AHEAD_SHIFT)
@@ -228,7 +228,7 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
     # tensor) stream their destination by the footprint, as a copy does (st_cvt_stream_run:
     # converted into an L1 buffer, then streamed whole lines). AMD EPYC Zen 5, 16 Mi items,
     # cold, against ordinary stores (convert_stream_rows 0), 1 thread: uint8 / int8 / float16
-    # -> float32 1.21-1.30x, float32 -> float16 / bfloat16 / uint8 1.05-1.10x, float64 ->
+    # -> float32 1.21-1.30x, float32 -> float16 / bfloat16 / uint8 0.99-1.11x, float64 ->
     # float32 level; 2 threads: widening 1.27-1.28x, float32 -> float16 1.09x, bfloat16
     # level. Intel unmeasured (its nt_bytes, 4 MiB, is the copy's measured threshold).
     if (P.kind == ST_BLOCK_COPY and _dense_rows(P) and T.convert_stream_rows
@@ -963,6 +963,7 @@ cdef void _read_converted(const void* ctx, char* tmp, const int64_t* tstr, const
     tile = Q.scratch_bytes   # planned with the knobs the tiles were had with: it fits
     if tile > C.tile_bytes:  # (a bug if so; kept safe all the same) convert row by row
         Q.kind = ST_BLOCK_COPY
+        Q.stream = 0         # (a transpose's flags: its rows are not the dense rows that stream)
         Q.scratch_bytes = tile = 0
     if tile > 0:
         most = <int>min(<int64_t>most, C.tile_bytes // tile)

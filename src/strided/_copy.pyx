@@ -938,8 +938,9 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
         # third of the traffic saved. Streamed, the blocks start on the planes' lines (when
         # the planes share a line offset): a block boundary inside a line left each plane a
         # line written in two parts with ordinary stores, each read for ownership from
-        # memory. AMD EPYC Zen 5, 1080 x 1920 x 3 uint8, cold, streamed, 1 thread: 307 us
-        # -> 302 us (cv2.split 300), blocks of 16 KiB 435 -> 328 us.
+        # memory. AMD EPYC Zen 5, 1080 x 1920 x 3 uint8, cold, streamed, 1 thread, against
+        # cv2.split alongside: 1.12x its time before, 0.94-1.01x after; with blocks of 16 KiB
+        # 1.59x before, 1.02-1.09x after.
         P.nt = ST_NT if stream_pixels and P.R == P.sq else 0
         P.align = P.nt != 0 and _lines_agree(P, P.dp, P.ds)
         P.runs = ((ST_DEINT16 if T.deint_narrow else 0)

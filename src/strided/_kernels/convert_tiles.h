@@ -126,21 +126,21 @@ static void st_cvt_stream_run(const st_cvt_op *op, char *d, const char *s, st_id
     char buf[ST_CVT_STREAM_BUF] __attribute__((aligned(64)));
     const st_idx dsz = st_type_size[op->dtype], ssz = st_type_size[op->stype];
     const st_idx head = (st_idx)((64 - ((uintptr_t)d & 63)) & 63), per = ST_CVT_STREAM_BUF / dsz;
-    st_idx k;
+    st_idx k = head / dsz < n ? head / dsz : n;
     if (head % dsz) {
         st_cvt_row(op, d, 1, s, 1, n, scale, shift, 0);
         return;
     }
-    for (k = head / dsz < n ? head / dsz : n; n > 0; k = n < per ? n : per) {
-        if ((uintptr_t)d & 63)   /* the first line's part, in place */
-            st_cvt_row(op, d, 1, s, 1, k, scale, shift, 0);
-        else {
-            st_cvt_row(op, buf, 1, s, 1, k, scale, shift, 0);
-            st_store_row(d, buf, (size_t)(k * dsz), ST_NT);
-        }
+    if (k) {   /* the first line's part, in place */
+        st_cvt_row(op, d, 1, s, 1, k, scale, shift, 0);
         d += k * dsz;
         s += k * ssz;
         n -= k;
+    }
+    for (; n > 0; d += k * dsz, s += k * ssz, n -= k) {
+        k = n < per ? n : per;
+        st_cvt_row(op, buf, 1, s, 1, k, scale, shift, 0);
+        st_store_row(d, buf, (size_t)(k * dsz), ST_NT);
     }
 #else
     st_cvt_row(op, d, 1, s, 1, n, scale, shift, 0);
