@@ -34,8 +34,11 @@ on ``sys.path`` here. Where there is no checkout (the installed wheel is tested 
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,6 +53,35 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def _serialize_ast_parse():
+    """Let one thread at a time run :func:`ast.parse` (CPython before 3.13).
+
+    CPython 3.11 and 3.12 count the AST constructor's recursion in one counter per interpreter
+    (cpython#106905): two threads converting trees at once (a garbage collection inside one
+    conversion can switch threads) raise ``SystemError: AST constructor recursion depth
+    mismatch``. The thread-parallel run (``.ci/run``, 4 threads a test) reaches ``ast.parse``
+    through hypothesis: ``st.permutations(range(0))`` builds ``list``, whose signature
+    :mod:`inspect` parses from text; ``.filter`` lambdas and the constants hypothesis reads from
+    the tests' sources are parsed too. A CI run failed on it once; a stress of 3 threads parsing
+    beside a thread making cyclic garbage reproduces it within 20 s, and none with this lock.
+    Not strided's code: its tests' own tooling.
+    """
+    if sys.version_info >= (3, 13):
+        return
+    parse = ast.parse
+    lock = threading.Lock()
+
+    @functools.wraps(parse)
+    def parse_alone(*args, **kwargs):
+        with lock:
+            return parse(*args, **kwargs)
+
+    ast.parse = parse_alone
+
+
+_serialize_ast_parse()
 
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
