@@ -23,12 +23,12 @@ EPYC host, the whole package's 256 MiB where one core's L3 holds 32 MiB.
 
 Examples
 --------
->>> sizes = CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024, l3=30 * 1024 * 1024, source="test")
->>> tuning = derived_tuning(sizes)
+>>> zen3 = CacheSizes(l1d=32 * 1024, l2=512 * 1024, l3=30 * 1024 * 1024, source="test")
+>>> tuning = derived_tuning(zen3)
 >>> tuning["nt_bytes"] == 30 * 1024 * 1024      # stream what the L3 cannot hold
 True
->>> intel = sizes._replace(vendor="GenuineIntel")
->>> derived_tuning(intel)["nt_bytes"] // (1024 * 1024)   # ... or what the L2s cannot
+>>> zen5 = zen3._replace(l1d=48 * 1024, l2=1024 * 1024)
+>>> derived_tuning(zen5)["nt_bytes"] // (1024 * 1024)   # ... or what two L2s cannot
 4
 >>> tuning["convert_tiled_bytes"] // 1024        # half the L2, at most 256 KiB
 256
@@ -134,17 +134,26 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
 
     - ``llc_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: what a copy counts as
       in cache (one of an eighth of it tiles in place).
-    - ``nt_bytes`` = ``llc_bytes``, on Intel twice the L2 (4 MiB - ``llc_bytes``): a copy or
-      conversion that reads and writes together more streams. Measured on AMD's 32 MiB L3:
-      copies gain from 16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an
-      L3 per core complex on AMD Zen). On an Intel Xeon (2 MiB L2, 480 MiB L3), against the
-      L3's 256 MiB, cold (every call on fresh operands, rotating over 1-1.5 GiB): copies of
-      2-4 MiB 1.0-1.8x faster on 1 and 2 threads (fills level), 64 MiB 1.0-2.6x; float32 ->
-      float16 / bfloat16 NCHW -> NHWC of 9-37 MiB 1.17-1.30x; 3-channel 1080p CHW -> HWC
-      1.5-1.75x. Warm (tune_copy.py, a memcpy between calls): transposes of 2-3 MiB
-      1.1-2x on 1 thread, level on 2; 0.5 MiB (in the L2) behind. Only loops on the same
-      arrays, which the 480 MiB L3 keeps whole, lose (bench_copy's warm 4 MiB rows on 2
-      threads: 24 of 38 slower, 0.45-0.9x): a shared L3 under load does not keep them.
+    - ``nt_bytes`` = twice the L2 (4 MiB - ``llc_bytes``) on Intel and on AMD with an L1d of
+      48 KiB or more (Zen 5), else ``llc_bytes``: a copy or conversion that reads and writes
+      together more streams. Measured on an AMD Zen 3's 32 MiB L3, warm: copies gain from
+      16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an L3 per core
+      complex on AMD Zen). On an AMD EPYC Zen 5 (1 MiB L2; a 32 MiB L3 that its core
+      complex's 8 cores share, 2 of them this VM's), cold (bench_copy --cold: every call on
+      the next of copies >= 3x the L3), 4 MiB against 32: relayouts of 2 and 4 MiB each way
+      1.1-1.9x faster on 1 and 2 threads (cases >= 1.1x the best peer on 2 threads: 21 -> 27
+      of 28, 30 -> 35 of 38; 1 MiB ones gained too from 2 MiB, 22 -> 27 of 28, but the floor
+      stays Intel's 4 MiB), the conversion table (bench_convert, warm loops of 4-64 MiB) 21
+      of its 31 targets met against 15. Warm loops over one 4 MiB pair
+      lose, 0.4-0.85x (the L3 moves 60-160 GB/s there, memory 25-40), the broadcast fill
+      0.26x. On an Intel Xeon (2 MiB L2, 480 MiB L3), against the L3's 256 MiB, cold (every
+      call on fresh operands, rotating over 1-1.5 GiB): copies of 2-4 MiB 1.0-1.8x faster on
+      1 and 2 threads (fills level), 64 MiB 1.0-2.6x; float32 -> float16 / bfloat16 NCHW ->
+      NHWC of 9-37 MiB 1.17-1.30x; 3-channel 1080p CHW -> HWC 1.5-1.75x. Warm (tune_copy.py,
+      a memcpy between calls): transposes of 2-3 MiB 1.1-2x on 1 thread, level on 2; 0.5 MiB
+      (in the L2) behind. Only loops on the same arrays, which the 480 MiB L3 keeps whole,
+      lose (bench_copy's warm 4 MiB rows on 2 threads: 24 of 38 slower, 0.45-0.9x): a shared
+      L3 under load does not keep them.
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained
       (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
@@ -251,7 +260,9 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     intel = caches.vendor == "GenuineIntel"
     # 48 KiB L1d (Intel since Ice Lake, AMD Zen 5): 12 ways, measured on both vendors
     twelve_way_l1 = (caches.l1d or 0) >= 48 * KiB
-    nt = _clamp(2 * l2, 4 * MiB, llc) if intel else llc
+    # streaming stores from twice the L2 where measured cold (Intel; AMD Zen 5, whose L1d is
+    # the 48 KiB one); from the L3 on the Zen 3 (measured warm only)
+    nt = _clamp(2 * l2, 4 * MiB, llc) if intel or twelve_way_l1 else llc
     return {
         "llc_bytes": llc,
         "nt_bytes": nt,

@@ -133,9 +133,9 @@ def test_intel_with_a_smaller_l1_keeps_the_staging_tile_for_whole_rows():
 
 @pytest.mark.parametrize("vendor", ["AuthenticAMD", "GenuineIntel", None])
 def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vendor):
-    """crowd_rows and rows_tile_bytes follow the L1d's 12 ways, measured alike on an Intel
-    Xeon and an AMD EPYC Zen 5; nt_pages and deint_narrow stay Intel's (they lost on the
-    Zen 5); the Zen 5's 1 MiB L2 takes the whole rows' 512 KiB tile."""
+    """crowd_rows, rows_tile_bytes and nt_bytes follow the L1d's 12 ways, measured alike on
+    an Intel Xeon and an AMD EPYC Zen 5; nt_pages and deint_narrow stay Intel's (they lost on
+    the Zen 5); the Zen 5's 1 MiB L2 takes the whole rows' 512 KiB tile."""
     zen5 = derived_tuning(CacheSizes(48 * KiB, 1 * MiB, 32 * MiB, "test", vendor))
     assert zen5["crowd_rows"] == 8 and zen5["rows_tile_bytes"] == 32 * KiB
     assert zen5["down_from"] == 8 and zen5["rows_big_bytes"] == 512 * KiB
@@ -151,9 +151,15 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen5["sweep_ahead"] == (0 if intel else 8)
     # images (HWC <-> CHW) stream from a quarter of the Zen 5's L2 (Intel: from nt_bytes)
     assert zen5["pixels_nt_bytes"] == (-1 if intel else 256 * KiB)
+    # every call streams from twice the L2 (4 MiB at least) on both vendors (measured cold),
+    # and stages through the big tile from half that
+    assert zen5["nt_bytes"] == 4 * MiB and zen5["stage_big_from"] == 2 * MiB
     big_l2 = derived_tuning(CacheSizes(48 * KiB, 8 * MiB, 32 * MiB, "test", vendor))
     assert big_l2["pixels_nt_bytes"] == (-1 if intel else 1 * MiB)
+    assert big_l2["nt_bytes"] == 16 * MiB and big_l2["stage_big_from"] == 8 * MiB
     zen3 = derived_tuning(CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "test", vendor))
+    # the Zen 3 (measured warm only) streams from its L3
+    assert zen3["nt_bytes"] == (4 * MiB if intel else 32 * MiB)
     assert zen3["crowd_rows"] == 4 and zen3["rows_tile_bytes"] == zen3["rows_big_bytes"] == 0
     assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == zen3["pix32_plain"] == 0
     assert zen3["vector_rows_in_place"] == (0 if intel else 31)
