@@ -500,8 +500,9 @@ COPY_TUNES = {
              ("stage_bytes", 256)),
     "staged": (("staged", 1),),
     "in-place": (("staged", 0),),
-    "streamed": (("nt_bytes", 0),),
-    "streamed-tiny": (("nt_bytes", 0), ("nt_run_bytes", 64), ("nt_stitch_bytes", 64),
+    "streamed": (("nt_bytes", 0), ("fill_nt_bytes", -1)),
+    "streamed-tiny": (("nt_bytes", 0), ("fill_nt_bytes", -1), ("nt_run_bytes", 64),
+                      ("nt_stitch_bytes", 64),
                       ("stage_bytes", 256)),
 }
 #: added to a case run on 2 threads: a team for a copy of 16 KiB, many small blocks to claim

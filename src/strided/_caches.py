@@ -144,9 +144,9 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       1.1-1.9x faster on 1 and 2 threads (cases >= 1.1x the best peer on 2 threads: 21 -> 27
       of 28, 30 -> 35 of 38; 1 MiB ones gained too from 2 MiB, 22 -> 27 of 28, but the floor
       stays Intel's 4 MiB), the conversion table (bench_convert, warm loops of 4-64 MiB) 21
-      of its 31 targets met against 15. Warm loops over one 4 MiB pair
-      lose, 0.4-0.85x (the L3 moves 60-160 GB/s there, memory 25-40), the broadcast fill
-      0.26x. On an Intel Xeon (2 MiB L2, 480 MiB L3), against the L3's 256 MiB, cold (every
+      of its 31 targets met against 15. Warm loops over one 4 MiB pair lose, 0.4-0.85x (the
+      L3 moves 60-160 GB/s there, memory 25-40); fills keep the L3 (``fill_nt_bytes``). On an
+      Intel Xeon (2 MiB L2, 480 MiB L3), against the L3's 256 MiB, cold (every
       call on fresh operands, rotating over 1-1.5 GiB): copies of 2-4 MiB 1.0-1.8x faster on
       1 and 2 threads (fills level), 64 MiB 1.0-2.6x; float32 -> float16 / bfloat16 NCHW ->
       NHWC of 9-37 MiB 1.17-1.30x; 3-channel 1080p CHW -> HWC 1.5-1.75x. Warm (tune_copy.py,
@@ -235,6 +235,12 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       uint8 and float32, split and merge, against ordinary stores: cold 1.13-1.56x faster, a
       warm source into a cold destination 1.2-1.63x, 1 and 2 threads; a warm pair of
       buffers reused in a loop 0.45-0.82x). Intel, which streams from 4 MiB, unmeasured.
+    - ``fill_nt_bytes`` = -1 (as ``nt_bytes``), on AMD with an L1d of 48 KiB or more
+      ``llc_bytes``: fills (copies that read at most an eighth of what they write: broadcast
+      sources) stream from this footprint. On the Zen 5, broadcast -> packed of 4 and 8 MiB
+      streamed from ``nt_bytes`` against ordinary stores: cold 0.95-1.35x on 1 thread,
+      1.05-1.12x on 2; warm (one destination in a loop, which the L3 keeps) 0.22-0.39x. On
+      Intel fills stream from ``nt_bytes`` (cold level with ordinary stores on the Xeon).
     - ``stage_bytes`` = L2 / 4, 32-128 KiB (the copy's staging tile; on the Xeon 64 KiB was
       level; 512 KiB lost on rows of 1 KiB), for copies of ``stage_big_from`` = 8 MiB
       and more, or of half ``nt_bytes`` where that is less (every streamed copy: on the Xeon
@@ -281,6 +287,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "sweep_ahead": 8 if twelve_way_l1 and not intel else 0,
         "pixels_nt_bytes": _clamp(l2 // 4, 64 * KiB, 1 * MiB) if twelve_way_l1 and not intel
         else -1,
+        "fill_nt_bytes": llc if twelve_way_l1 and not intel else -1,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

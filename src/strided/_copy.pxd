@@ -83,6 +83,7 @@ ctypedef struct Tuning:
     int sweep_ahead
     int64_t pixels_nt_bytes
     int convert_stream_rows
+    int64_t fill_nt_bytes
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -263,6 +263,15 @@ _TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixe
 # and warm source 1.2-1.4x, both warm 0.45-0.67x. strided._caches: 256 KiB on AMD with a 48
 # KiB L1d (a quarter of its L2: smaller images stay in cache; Intel, which streams from 4
 # MiB, and the Zen 3 unmeasured: -1).
+_TUNING.fill_nt_bytes = -1          # fills (copies reading at most an eighth of what they
+# write: broadcast sources) stream from this footprint when it is above nt_bytes (-1: as every
+# copy; _copy_streams). AMD EPYC Zen 5, broadcast -> packed of 4 and 8 MiB, float32 and uint8,
+# streamed (from nt_bytes, 4 MiB) against ordinary stores (from the L3): cold 0.95-1.35x, 1.05-
+# 1.12x on 2 threads; warm (one destination in a loop, which the L3 keeps) 0.22-0.39x.
+# torch and numpy fill with ordinary stores; glibc's memset streams from its L3-sized
+# threshold. strided._caches: the L3 on AMD with a 48 KiB L1d; -1 elsewhere (Intel streams
+# fills from its nt_bytes, cold level with ordinary stores there; the Zen 3's nt_bytes is its
+# L3 already).
 _TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
 # every size; see _plan_blocks and strided._caches)
@@ -289,6 +298,7 @@ _TUNING.deint_alias_nt = _derived["deint_alias_nt"]
 _TUNING.pix32_plain = _derived["pix32_plain"]
 _TUNING.sweep_ahead = _derived["sweep_ahead"]
 _TUNING.pixels_nt_bytes = _derived["pixels_nt_bytes"]
+_TUNING.fill_nt_bytes = _derived["fill_nt_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
 _TUNING.convert_tile_bytes = _derived["convert_tile_bytes"]
@@ -325,7 +335,7 @@ def _knob(name, value):
         return max(0, int(value))
     if name == "nt_bytes":
         return int(value)
-    if name == "pixels_nt_bytes":   # (-1: none of its own)
+    if name in ("pixels_nt_bytes", "fill_nt_bytes"):   # (-1: none of its own)
         return max(-1, int(value))
     if name == "tile_area_bytes":   # (its square root sizes the tile: any value plans)
         return min(max(16, int(value)), 1 << 40)
@@ -810,7 +820,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
     cdef int64_t room = (T.stage_bytes if P.nbytes >= T.stage_big_from else
                          min(T.stage_bytes, <int64_t>16384)) // P.unit
     cdef int i
-    cdef bint stream = streams(T, P.nbytes + _read_bytes(P))
+    cdef bint stream = _copy_streams(T, P)
     # the kernels between a few planes and dense pixels (images) have their own threshold
     cdef bint stream_pixels = _pixels_stream(T, P.nbytes + _read_bytes(P))
     P.align = 0
@@ -2276,6 +2286,17 @@ cdef bint streams(const Tuning* T, int64_t nbytes) noexcept nogil:
     the cache beside the source anyway. (The 4-bit conversions' float32 planes still count
     the bytes they write: their footprint is unmeasured.)"""
     return T.nt_bytes >= 0 and nbytes >= T.nt_bytes
+
+
+cdef inline bint _copy_streams(const Tuning* T, const Plan* P) noexcept nogil:
+    """Whether a copy streams: by its footprint (streams); a fill (a copy that reads at most
+    an eighth of the bytes it writes: a broadcast source) from fill_nt_bytes where that is set
+    (0 or more) and above nt_bytes. A fill's destination has the cache to itself: a streamed
+    fill gains little from memory (no source to share it with) and loses most in it."""
+    cdef int64_t read = _read_bytes(P)
+    if T.fill_nt_bytes < 0 or T.nt_bytes < 0 or read > P.nbytes // 8:
+        return streams(T, P.nbytes + read)
+    return P.nbytes + read >= max(T.nt_bytes, T.fill_nt_bytes)
 
 
 cdef inline bint _pixels_stream(const Tuning* T, int64_t nbytes) noexcept nogil:

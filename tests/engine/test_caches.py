@@ -62,6 +62,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "crowd_staged": 1,
         "down_from": 8, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
         "deint_alias_nt": 0, "pix32_plain": 0, "sweep_ahead": 0, "pixels_nt_bytes": -1,
+        "fill_nt_bytes": -1,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
         "nibble_box_bytes": 128 * KiB, "convert_tiled_bytes": 256 * KiB,
@@ -94,7 +95,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert got["fetch_next"] == 16 and got["vector_rows_in_place"] == 31
     assert got["nt_pages"] == 0 and got["crowd_rows"] == 4 and got["down_from"] == 8
     assert got["rows_tile_bytes"] == got["deint_narrow"] == got["sweep_ahead"] == 0
-    assert got["pixels_nt_bytes"] == -1
+    assert got["pixels_nt_bytes"] == got["fill_nt_bytes"] == -1
     # the whole rows' big tile: L2 / 2 within 128-512 KiB on an L2 of 1 MiB or more
     assert got["rows_big_bytes"] == (0 if l2 < MiB else min(512 * KiB, l2 // 2))
 
@@ -154,6 +155,8 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     # every call streams from twice the L2 (4 MiB at least) on both vendors (measured cold),
     # and stages through the big tile from half that
     assert zen5["nt_bytes"] == 4 * MiB and zen5["stage_big_from"] == 2 * MiB
+    # fills stream from the L3 on the Zen 5 (Intel: from nt_bytes)
+    assert zen5["fill_nt_bytes"] == (-1 if intel else 32 * MiB)
     big_l2 = derived_tuning(CacheSizes(48 * KiB, 8 * MiB, 32 * MiB, "test", vendor))
     assert big_l2["pixels_nt_bytes"] == (-1 if intel else 1 * MiB)
     assert big_l2["nt_bytes"] == 16 * MiB and big_l2["stage_big_from"] == 8 * MiB
@@ -163,7 +166,7 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen3["crowd_rows"] == 4 and zen3["rows_tile_bytes"] == zen3["rows_big_bytes"] == 0
     assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == zen3["pix32_plain"] == 0
     assert zen3["vector_rows_in_place"] == (0 if intel else 31)
-    assert zen3["sweep_ahead"] == 0 and zen3["pixels_nt_bytes"] == -1
+    assert zen3["sweep_ahead"] == 0 and zen3["pixels_nt_bytes"] == zen3["fill_nt_bytes"] == -1
 
 
 def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():

@@ -355,8 +355,10 @@ def tuned(**kwargs):
         _copy._tune(**old)
 
 
+#: every copy streamed, fills too (which on AMD with a 48 KiB L1d stream from the L3 otherwise)
+STREAMED = {"nt_bytes": 0, "fill_nt_bytes": -1}
 TINY = {"tile_row_bytes": 16, "tile_area_bytes": 16, "block_bytes": 16, "thread_bytes": 1,
-        "nt_bytes": 0}
+        **STREAMED}
 
 #: the engine's own tuning, as this module found it at import: the tests of the planner's
 #: choices run with it, whatever an earlier test left set (tuned() restores what it found, and
@@ -376,7 +378,7 @@ def test_copy_memory_medium_random_layouts(sizes, data):
     src, sf = placed(sizes, src_strides, k, fill=lambda n: random_bytes(n, n))
     dst0, df = placed(sizes, dst_strides, k, fill=sentinel, extra=data.draw(hst.integers(0, 9)))
     expected = numpy_copy_bytes(dst0, df, dst_strides, src, sf, src_strides, sizes, k)
-    for threads, tuning in [(1, {}), (2, {}), (2, {"nt_bytes": 0})]:
+    for threads, tuning in [(1, {}), (2, {}), (2, STREAMED)]:
         dst = dst0.copy()
         with tuned(**tuning):
             _copy.copy_memory(address(dst, df), address(src, sf), sizes, dst_strides,
@@ -464,7 +466,7 @@ TRANSPOSE_SHAPES = [(8, 8), (4, 64), (64, 4), (5, 7), (12, 20), (33, 65), (100, 
 
 @pytest.mark.parametrize("level", SIMD_LEVELS)
 @pytest.mark.parametrize("k", [1, 2, 4, 8, 16, 12])
-@pytest.mark.parametrize("tuning", [{}, {"staged": 0}, {"staged": 1}, {"nt_bytes": 0}],
+@pytest.mark.parametrize("tuning", [{}, {"staged": 0}, {"staged": 1}, STREAMED],
                          ids=["planner", "in-place", "staged", "streamed"])
 def test_transposes_at_every_simd_level(level, k, tuning):
     """Each kernel family (SSE2, SSSE3, AVX2 micro-tiles) on the shapes whose edges differ
@@ -484,7 +486,7 @@ def test_staged_transposes_of_aliasing_source_strides(level, k):
     ragged last micro-tile, staged and streamed; 64 and 96 columns reach the AVX2 tiles of
     every item size (16 x 16 of 2-byte items)."""
     with simd(level):
-        for tuning in ({"staged": 1}, {"nt_bytes": 0}):
+        for tuning in ({"staged": 1}, STREAMED):
             with tuned(**tuning):
                 for pitch_bytes, rows, cols in ((4096, None, 40), (2048, -5, 24),
                                                 (2048, -70, 9), (4096, -3, 64),
@@ -650,12 +652,13 @@ def test_copies_stream_once_they_move_as_much_as_the_last_level_cache(k):
     """A copy streams its destination once the bytes it reads and writes together reach
     nt_bytes (the last-level cache), not once it writes that much: a packed or a padded
     copy writing half of it streams, a slightly smaller one does not; a fill from one row
-    (which reads 1/rows of what it writes) streams only once it writes that much itself.
+    (which reads 1/rows of what it writes) streams only once it writes that much itself
+    (fill_nt_bytes -1: fills by nt_bytes too; test_fills_stream_from_their_own_threshold).
     The streamed copies match numpy's bytes on 1 and 2 threads."""
     nt = 1 << 17
     half = nt // 2 // k                                    # items writing nt / 2 bytes
     rows, cols = 64, half // 64
-    with tuned(**ENGINE_TUNING), tuned(nt_bytes=nt):
+    with tuned(**ENGINE_TUNING), tuned(nt_bytes=nt, fill_nt_bytes=-1):
         assert _copy._block_streams((half,), (1,), (1,), k)
         assert not _copy._block_streams((half - 64,), (1,), (1,), k)
         assert _copy._block_streams((rows, cols), (cols, 1), (cols + 3, 1), k)   # padded
@@ -705,6 +708,33 @@ def test_images_stream_from_their_own_threshold(k, channels):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_fills_stream_from_their_own_threshold(k):
+    """Fills, copies that read at most an eighth of the bytes they write (a broadcast row, a
+    broadcast value), stream from fill_nt_bytes when that is set and above nt_bytes, by the
+    footprint; -1 leaves them to nt_bytes, and nt_bytes -1 (never) wins. A copy reading more
+    (a source broadcast over 4) and a plain copy keep nt_bytes. Streamed and not, the bytes
+    match numpy's on 1 and 2 threads."""
+    n, row = 8, 1000                            # 8 rows of 1000 items
+    nbytes = n * row * k                        # written; a fill's footprint is a little more
+    fills = [((n, row), (row, 1), (0, 1)),      # one row read, 8 written
+             ((n, row), (row, 1), (0, 0))]      # one value
+    copies = [((4, 2, row), (2 * row, row, 1), (0, row, 1)),   # a quarter read: footprint 1.25x
+              ((n, row), (row, 1), (row, 1))]                  # footprint 2x
+    for nt, fill_nt, fills_stream, copies_stream in (
+            (0, -1, True, True), (0, nbytes, True, True),
+            (0, nbytes + row * k + 1, False, True), (0, 1 << 40, False, True),
+            (4 * nbytes, 0, False, False), (-1, 0, False, False),
+            (nbytes + nbytes // 4, nbytes, False, True)):
+        with tuned(**ENGINE_TUNING), tuned(nt_bytes=nt, fill_nt_bytes=fill_nt):
+            for layouts, want in ([(f, fills_stream) for f in fills]
+                                  + [(c, copies_stream) for c in copies]):
+                assert _copy._block_streams(*layouts, k) == want, (nt, fill_nt, layouts)
+                assert_copies_like_numpy(*layouts, k, threads=(1, 2),
+                                         what=f"{layouts} k={k} {nt} {fill_nt}")
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("k, channels, planes, streamed",
                          [(1, 16, 1603, False), (2, 8, 1603, False), (4, 4, 1603, False),
                           (8, 2, 1603, False), (1, 32, 1603, True), (2, 16, 1603, True),
@@ -747,7 +777,7 @@ def test_streamed_short_pixels_match_numpy(k, row_bytes):
         sizes = (3, c, hw)                       # N, C, pixels: written as N, pixels, C
         dst_strides = (c * hw, 1, c)
         src_strides = (c * (hw + 3), hw + 3, 1)
-        with tuned(**ENGINE_TUNING), tuned(nt_bytes=0):
+        with tuned(**ENGINE_TUNING), tuned(**STREAMED):
             if hw >= c:
                 assert _copy._block_plan(sizes, dst_strides, src_strides, k)[::2] == \
                     ("staged", c)
@@ -964,7 +994,7 @@ def test_streamed_transposes_stitch_lines_across_blocks(k, cols):
     its line) and packed (short rows: whole-row tiles); an outer dim; 1, 2 and 3 threads,
     whose shares start and end inside a strip of blocks."""
     rows = 70
-    with tuned(nt_bytes=0):
+    with tuned(**STREAMED):
         for pitch in (-(-cols * k // 64) * 64 // k, -(-cols * k // 64) * 64 // k + 1, cols):
             sizes = (3, rows, cols)
             dst_strides = (rows * pitch + 64 // k, pitch, 1)
@@ -1015,7 +1045,7 @@ def test_streamed_pixels_around_the_whole_row_limit(k):
     are staged whole, longer ones in runs aligned on the lines; rows just under, at and over
     each limit, line-aligned and not, on 1-3 threads."""
     run = _copy._tune()["nt_run_bytes"]
-    with tuned(nt_bytes=0):
+    with tuned(**STREAMED):
         for row_bytes in (run - 64, run, run + 64, 2 * run - 64, 2 * run, 2 * run + 64):
             c = max(1, row_bytes // k)
             sizes = (2, c, 5, 41)   # NCHW, written as NHWC
@@ -1069,7 +1099,7 @@ def test_fills_around_the_vector_widths_at_odd_addresses(level, k, streamed):
     one and four vectors of 16 and 32 bytes and 256 bytes (where streaming starts), padded rows
     (gaps between them), destinations at every kind of offset in a line (inside an element
     too), with ordinary stores and with streaming stores forced on."""
-    with simd(level), tuned(**({"nt_bytes": 0} if streamed else {})):
+    with simd(level), tuned(**(STREAMED if streamed else {})):
         for row_bytes in (15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
                           300, 1000, 4099):
             cols = max(1, row_bytes // k)
@@ -1092,7 +1122,7 @@ def test_fills_of_random_rows_match_numpy(k, rows, cols, pad, line_offset, level
     at a random SIMD level, with or without streaming stores, on 1 and 2 threads: the same
     bytes as np.copyto, gaps and guards untouched."""
     sizes = (rows, cols)
-    with simd(level), tuned(**({"nt_bytes": 0} if streamed else {})):
+    with simd(level), tuned(**(STREAMED if streamed else {})):
         assert_copies_like_numpy(sizes, (cols + pad, 1), (row_stride, 0), k,
                                  line_offset=line_offset)
 
@@ -1104,7 +1134,7 @@ def test_a_channel_bias_broadcast_to_nchw(k):
     sizes = (3, 16, 9, 11)
     for dst_strides in (packed(sizes), packed(sizes, (0, 2, 3, 1))):
         for streamed in (False, True):
-            with tuned(**({"nt_bytes": 0} if streamed else {})):
+            with tuned(**(STREAMED if streamed else {})):
                 assert_copies_like_numpy(sizes, dst_strides, (0, 1, 0, 0), k, line_offset=4)
 
 
@@ -1163,7 +1193,7 @@ def test_copy_memory_high_ranks(rank):
             assert_same_bytes(dst, expected, f"rank {rank}, trial {trial}")
 
 
-@pytest.mark.parametrize("tuning", [{}, {"nt_bytes": 0}], ids=["default", "streamed"])
+@pytest.mark.parametrize("tuning", [{}, STREAMED], ids=["default", "streamed"])
 def test_concurrent_copies_from_python_threads(tuning):
     """Copies release the GIL: several Python threads copying at once (sharing the plan cache,
     each also asking for 2 threads) must each get their own exact result; streamed, the

@@ -28,7 +28,7 @@ KNOBS = {
     "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "crowd_staged",
     "vector_rows_in_place", "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
     "rows_big_bytes", "deint_narrow", "deint_alias_nt", "pix32_plain", "sweep_ahead",
-    "pixels_nt_bytes", "convert_stream_rows",
+    "pixels_nt_bytes", "convert_stream_rows", "fill_nt_bytes",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -46,7 +46,7 @@ EXTREME = {
     "crowd_staged": True, "nt_pages": True, "crowd_rows": 8, "down_from": 1,
     "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
     "deint_alias_nt": True, "pix32_plain": True, "sweep_ahead": 1,
-    "pixels_nt_bytes": 0, "convert_stream_rows": True,
+    "pixels_nt_bytes": 0, "convert_stream_rows": True, "fill_nt_bytes": 0,
 }
 
 
@@ -89,8 +89,8 @@ def test_knobs_are_clamped_to_what_the_kernels_can_run():
         assert now["sweep_ahead"] == 63     # the lines ahead fit the flags' six bits
         assert _copy._tune(sweep_ahead=-2)["sweep_ahead"] == 63
         assert _copy._tune()["sweep_ahead"] == 0
-        _copy._tune(pixels_nt_bytes=-7)
-        assert _copy._tune()["pixels_nt_bytes"] == -1
+        _copy._tune(pixels_nt_bytes=-7, fill_nt_bytes=-9)
+        assert _copy._tune()["pixels_nt_bytes"] == _copy._tune()["fill_nt_bytes"] == -1
         assert now["nibble_box_bytes"] == 2    # a 4-bit box holds an element pair at least
         assert (now["staged"], now["convert_last"], now["convert_chunked"]) == (1, -1, 1)
         assert now["convert_planes"] == 1 and now["chunks_per_thread"] == 0
