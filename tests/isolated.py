@@ -70,3 +70,26 @@ def run_isolated(code: str, *, timeout: float = 300, **env_vars: str) -> str:
     assert proc.returncode == 0, (f"subprocess exited with {proc.returncode}\n"
                                   f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
     return proc.stdout
+
+
+def run_on_third_party_workers(code: str, *, deadline: int = 150) -> str:
+    """Run ``code``, which waits on a third-party process pool with no timeout of its own
+    (cubed's processes executor, dask's multiprocessing scheduler), in a fresh interpreter that
+    dumps every thread's stack and exits if it is not done in ``deadline`` seconds; return its
+    stdout.
+
+    A run that hangs is tried once more, and its stacks are reported as a warning: a CI run once
+    hung in such a pool for over an hour, never seen again in hundreds of runs here, and a hang
+    there is not strided's to fix. A wrong result or a second hang fails the test.
+    """
+    import warnings
+
+    script = (f"import faulthandler\nfaulthandler.dump_traceback_later({deadline}, exit=True)\n"
+              + textwrap.dedent(code))
+    try:
+        return run_isolated(script, timeout=deadline + 60)
+    except AssertionError as exc:
+        if "Timeout (0:" not in str(exc):  # faulthandler's "Timeout (0:02:30)!"
+            raise
+        warnings.warn(f"a third-party process pool hung once; its stacks:\n{exc}", stacklevel=2)
+        return run_isolated(script, timeout=deadline + 60)

@@ -22,6 +22,7 @@ da = pytest.importorskip("dask.array")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as hs  # noqa: E402
+from isolated import run_on_third_party_workers  # noqa: E402
 
 import strided as st  # noqa: E402
 import strided.dask as sd  # noqa: E402
@@ -170,13 +171,23 @@ def test_size_one_chunks_and_the_rechunk_notice(spec):
 
 def test_on_worker_processes(tmp_path):
     """cubed's processes executor: the block functions (module-level partials) travel to
-    worker processes pickled."""
-    procs = cubed.Spec(work_dir=str(tmp_path), allowed_mem="200MB", executor_name="processes")
-    a = values((2, 10, 3, 5))
-    scale = np.linspace(1, 30, 10)
-    x = cubed_of(a, (1, 4, 2, 5), procs)
-    assert_same_bits(sd.to_blocked(x, "NCHW4", dtype=np.int8, scale=scale, shift=2.0),
-                     st.to_blocked(a, "NCHW4", dtype=np.int8, scale=scale, shift=2.0))
+    worker processes pickled, and the blocks come back bit for bit strided's own. In a fresh
+    interpreter under a deadline (the executor has no timeout of its own, and it sets
+    OMP_NUM_THREADS=1 in its caller's environment, which would leak into later tests)."""
+    out = run_on_third_party_workers(f"""
+        import numpy as np, cubed
+        import strided as st, strided.dask as sd
+        from test_cubed import assert_same_bits, cubed_of, values
+        procs = cubed.Spec(work_dir={str(tmp_path)!r}, allowed_mem="200MB",
+                           executor_name="processes")
+        a = values((2, 10, 3, 5))
+        scale = np.linspace(1, 30, 10)
+        x = cubed_of(a, (1, 4, 2, 5), procs)
+        assert_same_bits(sd.to_blocked(x, "NCHW4", dtype=np.int8, scale=scale, shift=2.0),
+                         st.to_blocked(a, "NCHW4", dtype=np.int8, scale=scale, shift=2.0))
+        print("same bits")
+    """)
+    assert out.strip() == "same bits"
 
 
 def test_nothing_is_computed_until_asked(spec):

@@ -22,6 +22,7 @@ dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
 import cloudpickle  # noqa: E402  (distributed's own dependency)
+from isolated import run_on_third_party_workers  # noqa: E402
 
 import strided as st  # noqa: E402
 import strided.dask as sd  # noqa: E402
@@ -150,14 +151,23 @@ def test_zarr_to_zarr_through_the_stored_bytes_on_workers(client, tmp_path):
 
 
 def test_out_numpy_on_the_multiprocessing_scheduler():
-    """dask's own process pool (no distributed): the blocks come back one by one into out."""
-    a = values((2, 8, 6, 6))
-    x = da.from_array(a, chunks=(1, 4, 6, 6))
-    out = np.empty((2, 8, 6, 6), np.float16, order="F")
-    with dask.config.set(scheduler="processes", num_workers=2):
-        sd.astype(x, np.float16, scale=np.linspace(1, 2, 8), axis=1, out=out)
-    assert np.array_equal(out, st.relayout(a, "C", dtype=np.float16,
-                                           scale=np.linspace(1, 2, 8), axis=1))
+    """dask's own process pool (no distributed): the blocks come back one by one into out. In
+    a fresh interpreter under a deadline: that pool waits with no timeout of its own."""
+    out = run_on_third_party_workers("""
+        import dask, numpy as np
+        import dask.array as da
+        import strided as st, strided.dask as sd
+        from test_dask_distributed import values
+        a = values((2, 8, 6, 6))
+        x = da.from_array(a, chunks=(1, 4, 6, 6))
+        out = np.empty((2, 8, 6, 6), np.float16, order="F")
+        with dask.config.set(scheduler="processes", num_workers=2):
+            sd.astype(x, np.float16, scale=np.linspace(1, 2, 8), axis=1, out=out)
+        assert np.array_equal(out, st.relayout(a, "C", dtype=np.float16,
+                                               scale=np.linspace(1, 2, 8), axis=1))
+        print("same values")
+    """)
+    assert out.strip() == "same values"
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork: Linux only")
