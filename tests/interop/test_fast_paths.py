@@ -252,6 +252,47 @@ def test_quick_torch_view_declines_what_needs_the_checked_paths_care():
     assert leaf.grad.tolist() == [2.0, 3.0, 0.0, 0.0]
 
 
+def test_view_fast_is_the_array_or_the_tensor_fast_path_or_declines():
+    """``strided.view``'s one compiled call: an ndarray's view from numpy's C API, anything
+    else to the tensor path, which declines what is not a plain CPU tensor."""
+    base = np.arange(12, dtype=np.float32)
+    layout = st.Layout((2, 3), (4, 2), offset=1, itemsize=4)
+    v = _ndarray.view_fast(base, layout)
+    assert v.base is base and v.tolist() == [[1.0, 3.0, 5.0], [5.0, 7.0, 9.0]]
+    assert v.strides == (16, 8)
+    for other in ([1.0] * 12, b"x" * 48, bytearray(48), memoryview(base), base.view(np.matrix)):
+        assert _ndarray.view_fast(other, layout) is None
+    assert _ndarray.view_fast(base, layout.sizes) is None          # not a Layout
+    if HAVE_TORCH:
+        t = torch.arange(12.0)
+        v = _ndarray.view_fast(t, layout)
+        assert v.stride() == (4, 2) and v.tolist() == [[1.0, 3.0, 5.0], [5.0, 7.0, 9.0]]
+        assert v.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+
+
+class _SubLayout(st.Layout):
+    """A Layout subclass: the fast paths leave it to the checked path (which may read a
+    property where Layout has a slot)."""
+
+    __slots__ = ()
+
+
+def test_the_fast_paths_read_a_layouts_fields_safely():
+    """The fast paths read an exact Layout's fields from its slots (``_slots.pxd``): one never
+    initialised reads as an AttributeError, not a NULL; subclasses go to the checked path."""
+    empty = object.__new__(st.Layout)
+    base = np.zeros(8, np.float32)
+    with pytest.raises(AttributeError):
+        _ndarray.view_array(base, empty)
+    with pytest.raises(AttributeError):
+        st.view(base, empty)
+    assert _ndarray.view_array(base, _SubLayout((8,), itemsize=4)) is None
+    if HAVE_TORCH:
+        with pytest.raises(AttributeError):
+            _tensor.view_tensor(torch.zeros(8), empty)
+        assert _tensor.view_tensor(torch.zeros(8), _SubLayout((8,), itemsize=4)) is None
+
+
 @needs_torch
 @settings(max_examples=300)
 @given(layouts(itemsizes=(1, 2, 4, 8)), hst.sampled_from(["uint8", "int16", "float32",

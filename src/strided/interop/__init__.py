@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from strided.interop import _dlpack, _numpy, _torch
-from strided.interop._ndarray import layout_of_array, view_array
+from strided.interop._ndarray import layout_of_array, view_fast
 from strided.interop._record import ADAPTERS, MemoryRecord, check_view
 from strided.interop._subbyte import (
     SubByteArray,
@@ -29,7 +29,6 @@ from strided.interop._subbyte import (
     from_dlpack_subbyte,
     to_dlpack_subbyte,
 )
-from strided.interop._tensor import view_tensor
 from strided.layout import Layout
 
 if TYPE_CHECKING:  # annotations only: torch is never imported here at run time
@@ -272,11 +271,9 @@ def view(base: Any, layout: Layout, *, copy: bool | None = None) -> Any:
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, got {type(copy).__name__} {copy!r}")
     if copy is not True:        # plain ndarrays, plain CPU tensors, bytes and bytearrays
-        fast = view_array(base, layout)
-        if fast is None:
-            fast = view_tensor(base, layout)
+        fast = view_fast(base, layout)
         if fast is None and type(base) in (bytes, bytearray):   # numpy's uint8 over them,
-            fast = view_array(np.frombuffer(base, np.uint8), layout)   # as describe reads them
+            fast = view_fast(np.frombuffer(base, np.uint8), layout)   # as describe reads them
         if fast is not None:
             return fast
     if isinstance(layout, Layout) and layout.bits == 4:

@@ -20,7 +20,8 @@ from strided._core cimport (
 )
 from strided._convert cimport Params, convert_elements, free_params, load_params
 from strided._copy cimport copy_elements, copy_threads
-from strided.interop._tensor cimport copy_tensors
+from strided.interop._slots cimport LayoutSlots, layout_slots, slot
+from strided.interop._tensor cimport copy_tensors, tensor_view
 
 # Private aliases: the module's public names are those of its stub (_ndarray.pyi).
 from strided._dtypes import CASTINGS as _CASTINGS, TYPE_NAMES as _TYPE_NAMES
@@ -364,12 +365,30 @@ def view_array(base, layout):
     view's ``.base``): no Python code runs. The view is read-only when base is and when its
     elements alias each other, as the checked path's is.
     """
+    return array_view(base, layout)
+
+
+def view_fast(base, layout):
+    """:func:`strided.view`'s fast paths in one call: :func:`view_array` for a plain ndarray,
+    ``strided.interop._tensor.view_tensor`` for anything else (a plain CPU tensor); None for
+    the checked path."""
+    if st_exact_array(base):
+        return array_view(base, layout)
+    return tensor_view(base, layout)
+
+
+# Where a Layout keeps its fields (_slots.pxd); set once, here, at import.
+cdef LayoutSlots _LAYOUT = layout_slots(Layout)
+
+
+cdef object array_view(object base, object layout):
     cdef int nd, lnd, i
     cdef int64_t count, itemsize, lo, hi
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
     cdef npy_intp dims[MAX_NDIM]
     cdef npy_intp byte_strides[MAX_NDIM]
+    cdef tuple lsizes, lstrides
     if type(layout) is not Layout or not st_exact_array(base) or st_type_code(base) < 0:
         return None
     nd = st_ndim(base)
@@ -377,21 +396,27 @@ def view_array(base, layout):
         return None
     itemsize = st_itemsize(base)
     # Layout's fields as C integers: comparing a Python int with a C one boxes the C one
-    if (<int64_t>layout._bits != 8 * itemsize or <int64_t>layout._itemsize != itemsize
-            or <int64_t>layout._size == 0):
+    if (<int64_t>slot(layout, _LAYOUT.bits, "_bits") != 8 * itemsize
+            or <int64_t>slot(layout, _LAYOUT.itemsize, "_itemsize") != itemsize
+            or <int64_t>slot(layout, _LAYOUT.size, "_size") == 0):
         return None
     # base's span, from its first element: the memory a view may use
-    if (c_span(nd, sizes, strides, 0, &lo, &hi) != STATUS_OK or <int64_t>layout._lo < lo
-            or <int64_t>layout._hi > hi):
+    if (c_span(nd, sizes, strides, 0, &lo, &hi) != STATUS_OK
+            or <int64_t>slot(layout, _LAYOUT.lo, "_lo") < lo
+            or <int64_t>slot(layout, _LAYOUT.hi, "_hi") > hi):
         return None
-    lsizes, lstrides = layout._sizes, layout._strides
+    lsizes = slot(layout, _LAYOUT.sizes, "_sizes")
+    lstrides = slot(layout, _LAYOUT.strides, "_strides")
     lnd = len(lsizes)
+    if lnd > MAX_NDIM or len(lstrides) != lnd:
+        return None
     for i in range(lnd):        # within base's span: every byte stride fits npy_intp
         dims[i] = lsizes[i]
         byte_strides[i] = lstrides[i] * itemsize
     writeable = st_writeable(base) and not aliases(layout)
     return st_view_of(base, lnd, dims, byte_strides,
-                      st_data(base) + <int64_t>layout._offset * itemsize, writeable)
+                      st_data(base) + <int64_t>slot(layout, _LAYOUT.offset, "_offset") * itemsize,
+                      writeable)
 
 
 def current_address(x, sizes, strides):

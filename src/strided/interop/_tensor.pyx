@@ -24,6 +24,7 @@ from libc.stdint cimport int64_t
 from strided._core cimport STATUS_OK, MAX_NDIM, c_packed_strides, c_size, c_span, normalized
 from strided._copy cimport copy_elements
 from strided.interop._capsule cimport DLPackExchangeAPI, DLTensor
+from strided.interop._slots cimport LayoutSlots, layout_slots, slot
 
 import sys
 
@@ -43,6 +44,8 @@ cdef enum:
 cdef object _GUARD = object()
 cdef object _state = None
 cdef const DLPackExchangeAPI* _api = NULL
+# Where a Layout keeps its fields (_slots.pxd); set once, here, at import.
+cdef LayoutSlots _LAYOUT = layout_slots(Layout)
 
 
 cdef object _find_torch():
@@ -208,6 +211,10 @@ def view_tensor(base, layout):
     ``requires_grad`` (``_base`` too when it is set), ``storage_offset()`` (when the layout
     has an offset) and the ``as_strided`` that makes the view, the checked path's own call.
     """
+    return tensor_view(base, layout)
+
+
+cdef object tensor_view(object base, object layout):
     cdef DLTensor d
     cdef int64_t itemsize, lo, hi, offset
     cdef int64_t sizes[MAX_NDIM]
@@ -223,26 +230,29 @@ def view_tensor(base, layout):
     itemsize = _itemsize(&d)
     # Layout's fields as C integers: a comparison of a Python int with a C one would box the
     # C one, an allocation each
-    if (itemsize == 0 or <int64_t>layout._bits != 8 * itemsize
-            or <int64_t>layout._itemsize != itemsize or <int64_t>layout._size == 0
+    if (itemsize == 0 or <int64_t>slot(layout, _LAYOUT.bits, "_bits") != 8 * itemsize
+            or <int64_t>slot(layout, _LAYOUT.itemsize, "_itemsize") != itemsize
+            or <int64_t>slot(layout, _LAYOUT.size, "_size") == 0
             or not _take_layout(&d, sizes, strides)):
         return None
     # base's span, from its first element (empty: hi < lo): the memory a view may use
     if (c_span(d.ndim, sizes, strides, 0, &lo, &hi) != STATUS_OK
-            or <int64_t>layout._lo < lo or <int64_t>layout._hi > hi):
+            or <int64_t>slot(layout, _LAYOUT.lo, "_lo") < lo
+            or <int64_t>slot(layout, _LAYOUT.hi, "_hi") > hi):
         return None
-    lstrides = layout._strides
+    lstrides = slot(layout, _LAYOUT.strides, "_strides")
     for i in range(len(lstrides)):
         if <int64_t>lstrides[i] < 0:    # torch has none: the checked path flips or refuses
             return None
     if base.requires_grad and base._base is not None:   # its root's graph: the checked path
         return None
-    offset = layout._offset
+    offset = slot(layout, _LAYOUT.offset, "_offset")
     if offset == 0:
         # base's own storage offset, which as_strided keeps when given none: no call for it,
         # and no optional argument for torch's parser (1.30 us a call against 1.65 us)
-        return state[4](base, layout._sizes, lstrides)
-    return state[4](base, layout._sizes, lstrides, base.storage_offset() + offset)
+        return state[4](base, slot(layout, _LAYOUT.sizes, "_sizes"), lstrides)
+    return state[4](base, slot(layout, _LAYOUT.sizes, "_sizes"), lstrides,
+                    base.storage_offset() + offset)
 
 
 def current_address(t, sizes, strides):
