@@ -342,7 +342,8 @@ FUSED = {  # (src, dst): the fused rows of convert.h, plain and affine
               ("float32", "bfloat16"), ("bfloat16", "float32"), ("float32", "float16"),
               ("float16", "float32")},
     "aff32": {("uint8", "float32"), ("int8", "float32"), ("float32", "uint8"),
-              ("float32", "int8"), ("float32", "float32")},
+              ("float32", "int8"), ("float32", "float32"), ("float16", "float32"),
+              ("bfloat16", "float32"), ("float32", "float16"), ("float32", "bfloat16")},
 }
 _WIDE = {"int32", "int64", "uint32", "uint64", "float64"}
 
@@ -652,7 +653,7 @@ PAIRS = [*sorted(FUSED["plain"]), ("bool", "float32"), ("float32", "bool"),
          ("int8", "int16"), ("float32", "complex64"), ("float64", "float16"),
          ("uint16", "int8"), ("float16", "bfloat16")]
 AFFINE_PAIRS = [*sorted(FUSED["aff32"]), ("float16", "int8"), ("uint32", "float64"),
-                ("float64", "uint8"), ("int16", "bfloat16"), ("float32", "float16"),
+                ("float64", "uint8"), ("int16", "bfloat16"), ("float16", "float64"),
                 ("uint8", "int8")]
 
 

@@ -701,7 +701,11 @@ SIMD_AFFINE = [("float32", "int8", dict(scale=1 / 0.02, shift=-5.0)),
                ("uint8", "float32", dict(scale=1 / 255, shift=-0.5)),
                ("float16", "int8", dict(scale=10.0)), ("bfloat16", "int8", dict(scale=10.0)),
                ("int32", "float32", dict(scale=1e-3)), ("float32", "float16", dict(shift=1.0)),
-               ("int8", "bfloat16", dict(scale=0.5)), ("float32", "int32", dict(scale=1e5))]
+               ("int8", "bfloat16", dict(scale=0.5)), ("float32", "int32", dict(scale=1e5)),
+               ("float16", "float32", dict(scale=1 / 3, shift=-2.5)),
+               ("bfloat16", "float32", dict(scale=-1e-3, shift=7.0)),
+               ("float32", "float16", dict(scale=1e-5, shift=-1.0)),
+               ("float32", "bfloat16", dict(scale=3.0, shift=0.1))]
 
 
 def test_every_simd_level(simd_level):
@@ -735,6 +739,12 @@ def test_every_simd_level(simd_level):
         strided.copyto(out, y, casting="unsafe", scale=vec, shift=vec[::-1].copy(), axis=1)
         assert_converted_equal(out, affine(y, dst, scale=vec, shift=vec[::-1], axis=1), y,
                                f"simd {simd_level}: per channel {src} -> {dst}")
+        # one scale and shift per element of a contiguous row (the fused rows' ps = 1)
+        out = np.zeros((5, 17), np_dtype(dst))
+        z = pool(src, 85, rng).reshape(5, 17)
+        strided.copyto(out, z, casting="unsafe", scale=vec, shift=vec[::-1].copy(), axis=1)
+        assert_converted_equal(out, affine(z, dst, scale=vec, shift=vec[::-1], axis=1), z,
+                               f"simd {simd_level}: per element {src} -> {dst}")
 
 
 # ---- refusals ------------------------------------------------------------------------------

@@ -111,6 +111,18 @@ static st_fused_fn st_cvt_fused(int stype, int dtype, int mode, int simd)
         if (stype == ST_F32 && dtype == ST_U8) ST_PICK(st_f32_u8);
         if (stype == ST_F32 && dtype == ST_I8) ST_PICK(st_f32_i8);
         if (stype == ST_F32 && dtype == ST_F32) ST_PICK(st_f32_f32);
+        if (stype == ST_BF16 && dtype == ST_F32) ST_PICK(st_a_bf16_f32);
+#if ST_X86_GNU
+        if (stype == ST_F32 && dtype == ST_BF16) ST_PICK(st_a_f32_bf16);
+        if (stype == ST_F16 && dtype == ST_F32)
+            return wide && st_cvt_has_f16c ? st_a_f16_f32_f16c : st_a_f16_f32_base;
+        if (stype == ST_F32 && dtype == ST_F16)
+            return wide && st_cvt_has_f16c ? st_a_f32_f16_f16c : st_a_f32_f16_base;
+#else
+        if (stype == ST_F32 && dtype == ST_BF16) return st_a_f32_bf16_base;
+        if (stype == ST_F16 && dtype == ST_F32) return st_a_f16_f32_base;
+        if (stype == ST_F32 && dtype == ST_F16) return st_a_f32_f16_base;
+#endif
         return NULL;
     }
     if (mode != ST_CVT_PLAIN) return NULL;
