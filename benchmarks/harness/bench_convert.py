@@ -18,6 +18,8 @@ Every **case** is a conversion a model's pre- or post-processing makes, run on a
 5. ``quantize4``: NCHW float32 (8, 128, 64, 64) -> int4 NCHW64 (``to_blocked(x, "NCHW64",
    dtype="int4")``, packed two a byte, low nibble first) and back (``from_blocked(...,
    src_dtype="int4")``); the floor is strided's own int8 NCHW32 of the same tensor.
+6. ``affine16``: float16 and bfloat16 -> float32 with a scale and shift, contiguous (half-float
+   weights or activations dequantized): ``copyto(out, x, scale=s, shift=c)``.
 
 Every contender writes the same logical result. Before anything is timed, at every thread
 count, each contender runs once (the warm-up) and its result is compared with the **reference**,
@@ -825,6 +827,60 @@ def _make_half(spec: tuple[str, tuple[int, int, int, int]], libs: Libraries) -> 
                   f"strided.copyto(out_nhwc.transpose(0, 3, 1, 2), x)  # out: {label}")
 
 
+# ---- case 6: f16 / bf16 -> f32, affine, contiguous ------------------------------------------
+
+AFFINE16_SCALE = np.float32(1 / 64)
+AFFINE16_SHIFT = np.float32(-0.75)
+
+
+def _affine16_sizes(quick: bool) -> list[tuple[str, int]]:
+    n = 4096 if quick else 8 << 20  # 16 MiB of halves, 32 MiB of float32
+    return [("float16", n), ("bfloat16", n)]
+
+
+def _make_affine16(spec: tuple[str, int], libs: Libraries) -> Config | None:
+    label, n = spec
+    torch, ml = libs.torch, libs.ml_dtypes
+    if label == "bfloat16" and ml is None:
+        return None  # the source is a numpy array: bfloat16 needs ml_dtypes
+    np_dtype = np.dtype(np.float16) if label == "float16" else np.dtype(ml.bfloat16)
+    x = _rng(6).standard_normal(n, dtype=np.float32).astype(np_dtype)
+    s, c = AFFINE16_SCALE, AFFINE16_SHIFT
+    reference = x.astype(np.float32)  # the contract: float32, two roundings
+    reference *= s
+    reference += c
+
+    def contenders(threads: int) -> dict[str, Contender]:
+        out: dict[str, Contender] = {}
+        st = libs.strided
+        if st is not None:
+            out_st = np.empty(n, np.float32)
+            out["strided"] = Contender(
+                lambda: st.copyto(out_st, x, scale=s, shift=c, num_threads=threads),
+                "strided", lambda _: out_st, out_st)
+        out_np = np.empty(n, np.float32)
+
+        def numpy_chain() -> None:  # (ml_dtypes casts bfloat16 to float32 for the ufunc)
+            np.multiply(x, s, out=out_np, dtype=np.float32)
+            np.add(out_np, c, out=out_np)
+
+        out["numpy"] = Contender(numpy_chain, "peer", lambda _: out_np, out_np)
+        if torch is not None:
+            tx = torch.from_numpy(x) if label == "float16" else \
+                torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+            out_t = torch.empty(n, dtype=torch.float32)
+            out["torch ops"] = Contender(
+                lambda: out_t.copy_(tx).mul_(float(s)).add_(float(c)), "peer",
+                lambda _: out_t.numpy(), out_t, note="copy_, then mul_ and add_ in place")
+        out.update(_floor_cast(libs, x, np.empty(n, np.float32), threads))
+        return out
+
+    return Config(label, x.nbytes + 4 * n, reference, contenders, x,
+                  (Target("peer", 2.0), Target("floor", 0.9)),
+                  f"strided.copyto(out_f32, x_{label}, scale={float(s)!r}, "
+                  f"shift={float(c)!r})")
+
+
 _NORMALIZE_COLUMNS = (("strided", "strided"), ("st relayout", "info"), ("numpy", "peer"),
                       ("torch ops", "peer"), ("torch chain", "peer"), ("cv2", "peer"),
                       ("cast np", "floor"), ("cast st", "floor"))
@@ -851,6 +907,11 @@ CASES: tuple[Case, ...] = (
          (("strided", "strided"), ("numpy", "peer"), ("torch ops", "peer"),
           ("st int8 NCHW32", "floor")),
          _quantize4_sizes, _make_quantize4),
+    Case("affine16", "6. float16 / bfloat16 -> float32, x*s + c (s = 1/64, c = -0.75), "
+                     "contiguous: half-float weights or activations dequantized",
+         (("strided", "strided"), ("numpy", "peer"), ("torch ops", "peer"),
+          ("cast np", "floor"), ("cast st", "floor")),
+         _affine16_sizes, _make_affine16),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
 

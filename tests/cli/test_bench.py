@@ -640,7 +640,7 @@ def _tables(out: str) -> dict[str, list[list[str]]]:
 
 def test_convert_case_selection() -> None:
     assert [c.name for c in bench_convert.select_cases(None)] == \
-        ["normalize", "to-uint8", "quantize", "half", "quantize4"]
+        ["normalize", "to-uint8", "quantize", "half", "quantize4", "affine16"]
     assert [c.name for c in bench_convert.select_cases(["HALF", "quant"])] == \
         ["quantize", "half", "quantize4"]
     with pytest.raises(ValueError, match="no case matches 'nope'"):
@@ -653,7 +653,8 @@ def test_convert_quick_configs_are_tiny_and_full_ones_are_the_issues() -> None:
                     "to-uint8": ["224x224", "1080x1920"],
                     "quantize": ["->NCHW4", "->NCHW32", "<-NCHW4", "<-NCHW32"],
                     "half": ["float16", "bfloat16"],
-                    "quantize4": ["->NCHW64", "<-NCHW64"]}
+                    "quantize4": ["->NCHW64", "<-NCHW64"],
+                    "affine16": ["float16", "bfloat16"]}
     libs = bench_convert.libraries()
     for case in bench_convert.CASES:
         for lazy in case.configs(quick=True):
@@ -740,6 +741,8 @@ def test_convert_main_prints_a_table_per_case(capsys: pytest.CaptureFixture[str]
         assert ("cv2 ms" in header) == (HAS_CV2 and case.name in ("normalize", "to-uint8"))
         labels = [lazy.label for lazy in case.configs(quick=True)]
         if case.name == "half" and not (HAS_ML_DTYPES or HAS_TORCH):
+            labels.remove("bfloat16")
+        if case.name == "affine16" and not HAS_ML_DTYPES:
             labels.remove("bfloat16")
         assert [(r[0], r[1]) for r in rows] == [(lb, t) for lb in labels for t in ("1", "2")]
         cells = {name: [dict(zip(header, r, strict=True))[name] for r in rows]
