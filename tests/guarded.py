@@ -708,7 +708,7 @@ def _images(rng, reps):
                 affine = rng.random() < 0.8
                 scale, shift, ps, n = _params(rng, (R, H, W), 0, affine)
                 tune = str(rng.choice(["default", "default", "no-planes", "first",
-                                       "small-tiles"]))
+                                       "small-tiles", "streamed"]))
                 out.append(Case((R, H, W), (H * (W + pad), W + pad, 1), (1, W * S, S),
                                 dst_type="float32", src_type=stype, scale=scale,
                                 shift=shift, param_strides=ps, param_length=n,

@@ -130,6 +130,47 @@ def test_streaming_stores_write_exactly_the_destination(dtype, threads, pad, sha
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("hw", [(8, 8), (5, 7), (16, 33)], ids=str)
+@pytest.mark.parametrize("lead", [0, 4, 16])
+@pytest.mark.parametrize("stype", ["int8", "uint8"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dequantized_nchw32_planes_stream_exactly_the_destination(threads, hw, lead, stype,
+                                                                   per_channel):
+    """int8 / uint8 NCHW32 -> float32 NCHW through the 32-plane kernel with the streaming
+    threshold at 0: 16-byte streamed stores where the planes start on 16 bytes and a block's
+    pixels come in 8s (lead 0 and 16 on a 64-byte aligned buffer, 8 x 8 pixels), ordinary
+    ones otherwise (lead 4; 5 x 7 pixels, whose last round is redone). numpy's values bit for
+    bit; nothing around the destination changes."""
+    rng = np.random.default_rng(sum(hw) + lead)
+    n, c, (h, w) = 2, 64, hw
+    lo, hi = (-128, 128) if stype == "int8" else (0, 256)
+    y = rng.integers(lo, hi, (n, c // 32, h, w, 32)).astype(stype)
+    nbytes = n * c * h * w * 4
+    raw = np.full(nbytes + 256, GUARD, np.uint8)
+    start = (-raw.ctypes.data) % 64 + 64 + lead      # 64-aligned, then `lead` bytes on
+    out = raw[start:start + nbytes].view(np.float32).reshape(n, c, h, w)
+    if per_channel:
+        scale = np.linspace(0.5, 2.0, 32).astype(np.float32)
+        kw = dict(scale=scale, shift=np.float32(-1.5), axis=2)
+        expected = (y.transpose(0, 1, 4, 2, 3).astype(np.float32)
+                    * scale[None, None, :, None, None]) + np.float32(-1.5)
+    else:
+        kw = dict(scale=np.float32(0.02), shift=np.float32(-1.5))
+        expected = (y.transpose(0, 1, 4, 2, 3).astype(np.float32) * np.float32(0.02)
+                    + np.float32(-1.5))
+    old = _copy._tune(nt_bytes=0)
+    try:
+        st.copyto(out.reshape(n, c // 32, 32, h, w), y.transpose(0, 1, 4, 2, 3),
+                  num_threads=threads, **kw)
+    finally:
+        _copy._tune(**old)
+    assert np.array_equal(out.reshape(expected.shape).view(np.uint32),
+                          expected.view(np.uint32))
+    assert (raw[:start] == GUARD).all() and (raw[start + nbytes:] == GUARD).all()
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_tiled_conversions_stream_once_they_read_and_write_the_threshold(dtype):
     """A float32 NCHW -> float16 / bfloat16 NHWC conversion streams once the bytes it reads

@@ -68,8 +68,9 @@ static st_pixels_fn st_cvt_pixels_nib(int stype, int mode, int sign, int simd)
     return NULL;
 }
 
-/* The planes kernel for R planes of a (src, dst, mode) triple, or NULL. */
-static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd)
+/* The planes kernel for R planes of a (src, dst, mode) triple, or NULL; `stream`: the
+ * destination is far larger than the caches (the 32-plane kernel then streams its stores). */
+static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int simd, int stream)
 {
     int wide = 0;
     if ((stype != ST_U8 && stype != ST_I8) || dtype != ST_F32 || mode == ST_CVT_AFF64
@@ -77,12 +78,14 @@ static st_planes_fn st_cvt_planes(int stype, int dtype, int mode, int R, int sim
         return NULL;
 #if ST_X86_GNU
     wide = simd >= 2 && st_cvt_has_avx2;
-    if (R == 32)   /* AVX2 only: below it, the staged route */
+    if (R == 32 && stream)   /* AVX2 only: below it, the staged route */
+        return !wide ? NULL : stype == ST_U8 ? st_planes32_u8_nt_avx2 : st_planes32_i8_nt_avx2;
+    if (R == 32)
         return !wide ? NULL : stype == ST_U8 ? st_planes32_u8_avx2 : st_planes32_i8_avx2;
     if (wide && stype == ST_U8) return R == 3 ? st_planes3_u8_avx2 : st_planes4_u8_avx2;
     if (wide) return R == 3 ? st_planes3_i8_avx2 : st_planes4_i8_avx2;
 #endif
-    (void)simd; (void)wide;
+    (void)simd; (void)wide; (void)stream;
     if (R == 32)
         return NULL;
     if (stype == ST_U8) return R == 3 ? st_planes3_u8_base : st_planes4_u8_base;
