@@ -342,11 +342,7 @@ __attribute__((target("avx2,f16c"))) static void st_a_f16_f32_f16c(char *d, cons
             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i)));
         _mm256_storeu_ps((float *)(void *)(d + 4 * i), st_affine8(x, a, c, i, ps, a0, c0));
     }
-    for (; i < n; i++) {
-        float t = st_ld_f16f(s + 2 * i) * a[i * ps];
-        t = t + c[i * ps];
-        st_st_f32(d + 4 * i, t);
-    }
+    st_a_f16_f32_base(d + 4 * i, s + 2 * i, n - i, a + i * ps, c + i * ps, ps);   /* tail */
 }
 
 __attribute__((target("avx2,f16c"))) static void st_a_f32_f16_f16c(char *d, const char *s,
@@ -363,11 +359,7 @@ __attribute__((target("avx2,f16c"))) static void st_a_f32_f16_f16c(char *d, cons
         _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
                          _mm256_cvtps_ph(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
-    for (; i < n; i++) {
-        float t = st_ld_f32(s + 4 * i) * a[i * ps];
-        t = t + c[i * ps];
-        st_st_u16(d + 2 * i, st_f32_to_f16(t));
-    }
+    st_a_f32_f16_base(d + 2 * i, s + 4 * i, n - i, a + i * ps, c + i * ps, ps);   /* tail */
 }
 
 __attribute__((target("avx2"))) static void st_a_f32_bf16_avx2(char *d, const char *s, st_idx n,
@@ -387,11 +379,7 @@ __attribute__((target("avx2"))) static void st_a_f32_bf16_avx2(char *d, const ch
         _mm256_storeu_si256((__m256i *)(void *)(d + 2 * i),
                             _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8));
     }
-    for (; i < n; i++) {
-        float t = st_ld_f32(s + 4 * i) * a[i * ps];
-        t = t + c[i * ps];
-        st_st_u16(d + 2 * i, st_f32_to_bf16(t));
-    }
+    st_a_f32_bf16_base(d + 2 * i, s + 4 * i, n - i, a + i * ps, c + i * ps, ps);  /* tail */
 }
 #undef ST_AFFINE_SPLAT
 #endif

@@ -383,7 +383,7 @@ cdef LayoutSlots _LAYOUT = layout_slots(Layout)
 
 cdef object array_view(object base, object layout):
     cdef int nd, lnd, i
-    cdef int64_t count, itemsize, lo, hi
+    cdef int64_t count, itemsize, lo, hi, offset
     cdef int64_t sizes[MAX_NDIM]
     cdef int64_t strides[MAX_NDIM]
     cdef npy_intp dims[MAX_NDIM]
@@ -413,9 +413,10 @@ cdef object array_view(object base, object layout):
     for i in range(lnd):        # within base's span: every byte stride fits npy_intp
         dims[i] = lsizes[i]
         byte_strides[i] = lstrides[i] * itemsize
+    offset = slot(layout, _LAYOUT.offset, "_offset")
     writeable = st_writeable(base) and not aliases(layout)
-    return st_view_of(base, lnd, dims, byte_strides,
-                      st_data(base) + <int64_t>slot(layout, _LAYOUT.offset, "_offset") * itemsize,
+    # base's data pointer last: nothing that could run Python code comes after it
+    return st_view_of(base, lnd, dims, byte_strides, st_data(base) + offset * itemsize,
                       writeable)
 
 
