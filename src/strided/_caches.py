@@ -14,7 +14,10 @@ L3, one core: a memcpy moves 28 GB/s from 4 to 64 MiB of footprint, 108 GB/s in 
 there copies and conversions stream once they leave the L2s (twice one core's L2). The
 vendor comes from ``/proc/cpuinfo``; an unknown one takes the AMD rule, measured the longest.
 The knobs measured alike on both vendors (an Intel Xeon and an AMD EPYC Zen 5, both with a
-48 KiB L1d) follow the caches instead: the L1d's size (its 12 ways) and the L2's.
+48 KiB L1d) follow the caches instead: the L1d's size (its 12 ways) and the L2's. AMD's own
+rules measured cold on the Zen 5 hold on the Zen 4 too (1 MiB L2, a 32 KiB 8-way L1d), except
+those that follow the L1's ways: they apply to AMD cores with a 1 MiB L2 or a 48 KiB L1d
+("recent AMD" below), the Zen 3's 512 KiB L2 keeps what was measured on it.
 
 The sizes come from Linux's sysfs (``/sys/devices/system/cpu/cpu0/cache``: the caches one
 core sees, a shared L3 counted once per instance), not from glibc's
@@ -27,8 +30,8 @@ Examples
 >>> tuning = derived_tuning(zen3)
 >>> tuning["nt_bytes"] == 30 * 1024 * 1024      # stream what the L3 cannot hold
 True
->>> zen5 = zen3._replace(l1d=48 * 1024, l2=1024 * 1024)
->>> derived_tuning(zen5)["nt_bytes"] // (1024 * 1024)   # ... or what two L2s cannot
+>>> zen4 = zen3._replace(l2=1024 * 1024)
+>>> derived_tuning(zen4)["nt_bytes"] // (1024 * 1024)   # ... or what two L2s cannot
 4
 >>> tuning["convert_tiled_bytes"] // 1024        # half the L2, at most 256 KiB
 256
@@ -134,8 +137,8 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
 
     - ``llc_bytes`` = the last-level cache (L3, else L2), 4-256 MiB: what a copy counts as
       in cache (one of an eighth of it tiles in place).
-    - ``nt_bytes`` = twice the L2 (4 MiB - ``llc_bytes``) on Intel and on AMD with an L1d of
-      48 KiB or more (Zen 5), else ``llc_bytes``: a copy or conversion that reads and writes
+    - ``nt_bytes`` = twice the L2 (4 MiB - ``llc_bytes``) on Intel and recent AMD (Zen 4, Zen
+      5), else ``llc_bytes``: a copy or conversion that reads and writes
       together more streams. Measured on an AMD Zen 3's 32 MiB L3, warm: copies gain from
       16 MiB each way (glibc's memcpy streams from 3/4 of the same cache, an L3 per core
       complex on AMD Zen). On an AMD EPYC Zen 5 (1 MiB L2; a 32 MiB L3 that its core
@@ -153,16 +156,22 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       a memcpy between calls): transposes of 2-3 MiB 1.1-2x on 1 thread, level on 2; 0.5 MiB
       (in the L2) behind. Only loops on the same arrays, which the 480 MiB L3 keeps whole,
       lose (bench_copy's warm 4 MiB rows on 2 threads: 24 of 38 slower, 0.45-0.9x): a shared
-      L3 under load does not keep them.
+      L3 under load does not keep them. On an AMD EPYC Zen 4 (32 KiB L1d, 1 MiB L2, 32 MiB
+      L3), cold, this knob with the other recent-AMD ones against the Zen 3's rules: 4 MiB
+      relayouts on 2 threads >= 1.1x the best peer 25-27 -> 33-35 of 38, transposes >= 0.7x a
+      memcpy 13-15 -> 23-25 of 26 (2-D float32 2.0x, NCHW -> NHWC 1.4-2.9x, 3-channel images
+      1.3-1.6x); on 1 thread 22 -> 27 of 38; the conversion table (warm loops) 26 -> 32 of 39
+      targets (a warm int8 NCHW32 -> float32 loop on 1 thread lost 0.71x, cold it is level).
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained
       (float32 and float64 1.2-1.3x faster without, 64 MiB; see ``_copy.pyx``).
     - ``vector_rows_in_place`` = 31 (every item size, a mask of byte counts), on Intel 0, on
-      AMD with an L1d of 48 KiB or more 8 (doubles): the item sizes whose NHWC -> NCHW
+      recent AMD 8 (doubles): the item sizes whose NHWC -> NCHW
       copies with one-vector pixels tile in place rather than stream (on the Zen 3 1.1-1.7x
       faster in place at 64-256 MiB; on the Xeon level for bytes and uint16, 0.82-0.88x for
       floats and doubles; on the Zen 5, 64 MiB cold, 0.78-0.86x for bytes and uint16, level
-      on 1 thread and 0.8-0.85x on 2 for float32, 1.08-1.5x for float64).
+      on 1 thread and 0.8-0.85x on 2 for float32, 1.08-1.5x for float64; on the Zen 4, 64
+      MiB cold, uint8 with 16 channels streamed 1.22-1.32x faster, the rest level).
     - ``nt_pages`` = 0, on Intel 1: streamed runs read four pages at once (rows.h). On the
       Xeon, cold, 64 MiB: packed copies 1.18-1.24x faster, padded -> packed with 16 KiB rows
       1.29-1.36x, transposes level; a streamed copy of 512 MiB 1.28-1.32x. On an AMD EPYC
@@ -211,33 +220,37 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       ones would not stream (on the Xeon 1.11-1.63x warm, 1.14-1.31x cold; level where the
       AVX2 ones stream). On the Zen 5, cold, pairs 0.93-1.01x, uint16 quads 0.85-0.93x: AMD
       and unknown vendors keep the AVX2 kernels.
-    - ``deint_alias_nt`` = 0, on AMD with an L1d of 48 KiB or more 1: streamed deinterleaves
+    - ``deint_alias_nt`` = 0, on recent AMD 1: streamed deinterleaves
       (HWC -> CHW) stream planes a multiple of 2 KiB apart too (on the Zen 3 those took
       1.1-1.35x the time of ordinary stores; on the Zen 5, cold, 1 and 2 threads, 2048^2
       and 1080 x 1920 planes: float32 with 2 and 3 channels, uint16 with 2-4, uint8 with 4
-      1.18-1.47x faster, the rest level, as cv2.split streams them). Intel unmeasured.
+      1.18-1.47x faster, the rest level, as cv2.split streams them; on the Zen 4, the same
+      planes 1.29-1.58x faster). Intel unmeasured.
     - ``pix32_plain`` = 0, on AMD with an L1d of 48 KiB or more 1: streamed 8-bit NCHW ->
       NCHW32 over planes that spread over the L1 sets writes its pixels with ordinary
       stores (on the Zen 5, 64 MiB, planes of 362^2-724^2: 1.0-2.9x faster on 1 and 2
       threads; planes of 256^2 and 512^2, which crowd a set, keep streaming, 0.67-1.03x
-      otherwise). Intel and the Zen 3 unmeasured.
+      otherwise). On the Zen 4 (8-way L1d) level, 0.96-1.06x: it keeps streaming. Intel and
+      the Zen 3 unmeasured.
     - ``sweep_ahead`` = 0, on AMD with an L1d of 48 KiB or more 8: streamed tiles (the
       copy's and the float32 -> float16 / bfloat16 conversions') fetch each source row this
       many lines ahead of their micro-tiles, at most a quarter of a block's rows (on the Zen
       5, 64 MiB cold, 1 and 2 threads: NCHW -> NHWC with 64 and 256 channels 1.03-1.2x,
       float32 -> float16 NCHW -> NHWC 1.11-1.28x, float32 NCHW32 and NCDHW 1.05-1.13x; the
       rest level; 16 lines ahead lost up to 0.75x on bytes, 4 lost 0.96x on the
-      conversion). Intel and the Zen 3 unmeasured.
-    - ``pixels_nt_bytes`` = -1 (as ``nt_bytes``), on AMD with an L1d of 48 KiB or more L2 / 4
-      within 64 KiB-1 MiB: copies between a few planes and dense pixels (HWC <-> CHW, the
-      interleave and deinterleave kernels) stream from this footprint, as OpenCV's split and
-      merge stream every aligned destination (on the Zen 5, 112^2-1080 x 1920 images of
-      uint8 and float32, split and merge, against ordinary stores: cold 1.13-1.56x faster, a
-      warm source into a cold destination 1.2-1.63x, 1 and 2 threads; a warm pair of
-      buffers reused in a loop 0.45-0.82x). Intel, which streams from 4 MiB, unmeasured.
-    - ``fill_nt_bytes`` = -1 (as ``nt_bytes``), on AMD with an L1d of 48 KiB or more
-      ``llc_bytes``: fills (copies that read at most an eighth of what they write: broadcast
-      sources) stream from this footprint. On the Zen 5, broadcast -> packed of 4 and 8 MiB
+      conversion). On the Zen 4 (8-way L1d), 64 MiB cold, mixed (0.92-1.08x, bytes behind):
+      not taken. Intel and the Zen 3 unmeasured.
+    - ``pixels_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD L2 / 4 within 64 KiB-1 MiB:
+      copies between a few planes and dense pixels (HWC <-> CHW, the interleave and
+      deinterleave kernels) stream from this footprint, as OpenCV's split and merge stream
+      every aligned destination (on the Zen 5, 112^2-1080 x 1920 images of uint8 and
+      float32, split and merge, against ordinary stores: cold 1.13-1.56x faster, a warm
+      source into a cold destination 1.2-1.63x, 1 and 2 threads; a warm pair of buffers
+      reused in a loop 0.45-0.82x; on the Zen 4, cold, the same images 1.2-1.65x with the
+      other recent-AMD knobs). Intel, which streams from 4 MiB, unmeasured.
+    - ``fill_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD ``llc_bytes``: fills (copies
+      that read at most an eighth of what they write: broadcast sources) stream from this
+      footprint. On the Zen 5, broadcast -> packed of 4 and 8 MiB
       streamed from ``nt_bytes`` against ordinary stores: cold 0.95-1.35x on 1 thread,
       1.05-1.12x on 2; warm (one destination in a loop, which the L3 keeps) 0.22-0.39x. On
       Intel fills stream from ``nt_bytes`` (cold level with ordinary stores on the Xeon).
@@ -266,15 +279,18 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
     intel = caches.vendor == "GenuineIntel"
     # 48 KiB L1d (Intel since Ice Lake, AMD Zen 5): 12 ways, measured on both vendors
     twelve_way_l1 = (caches.l1d or 0) >= 48 * KiB
-    # streaming stores from twice the L2 where measured cold (Intel; AMD Zen 5, whose L1d is
-    # the 48 KiB one); from the L3 on the Zen 3 (measured warm only)
-    nt = _clamp(2 * l2, 4 * MiB, llc) if intel or twelve_way_l1 else llc
+    # AMD since Zen 4: a 1 MiB L2 a core (Zen 4, Zen 5), or the 48 KiB L1d (Zen 5); the Zen 3
+    # (512 KiB L2, 32 KiB L1d) keeps the rules measured on it. Unknown vendors go with AMD.
+    recent_amd = not intel and (twelve_way_l1 or l2 >= 1 * MiB)
+    # streaming stores from twice the L2 where measured cold (Intel; AMD Zen 4 and Zen 5);
+    # from the L3 on the Zen 3 (measured warm only)
+    nt = _clamp(2 * l2, 4 * MiB, llc) if intel or recent_amd else llc
     return {
         "llc_bytes": llc,
         "nt_bytes": nt,
         "stage_big_from": min(8 * MiB, nt // 2),
         "fetch_next": 1 if intel else 16,
-        "vector_rows_in_place": 0 if intel else 8 if twelve_way_l1 else 31,
+        "vector_rows_in_place": 0 if intel else 8 if recent_amd else 31,
         "nt_pages": 1 if intel else 0,
         "crowd_rows": 8 if twelve_way_l1 else 4,
         "crowd_staged": 1 if intel or not twelve_way_l1 else 0,
@@ -282,12 +298,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "rows_tile_bytes": 32 * KiB if twelve_way_l1 else 0,
         "rows_big_bytes": _clamp(l2 // 2, 128 * KiB, 512 * KiB) if l2 >= 1 * MiB else 0,
         "deint_narrow": 1 if intel else 0,
-        "deint_alias_nt": 1 if twelve_way_l1 and not intel else 0,
+        "deint_alias_nt": 1 if recent_amd else 0,
         "pix32_plain": 1 if twelve_way_l1 and not intel else 0,
         "sweep_ahead": 8 if twelve_way_l1 and not intel else 0,
-        "pixels_nt_bytes": _clamp(l2 // 4, 64 * KiB, 1 * MiB) if twelve_way_l1 and not intel
-        else -1,
-        "fill_nt_bytes": llc if twelve_way_l1 and not intel else -1,
+        "pixels_nt_bytes": _clamp(l2 // 4, 64 * KiB, 1 * MiB) if recent_amd else -1,
+        "fill_nt_bytes": llc if recent_amd else -1,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),
         "convert_tile_bytes": _clamp(l2 // 4, 32 * KiB, 512 * KiB),

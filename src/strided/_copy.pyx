@@ -223,8 +223,9 @@ _TUNING.deint_alias_nt = 0          # 1: streamed deinterleaves (HWC -> CHW) str
 # MiB apart), 1 thread, cold: 26.7-28.0 -> 39.7-41.1 GB/s against cv2.split's 42.7-46.8
 # (which streams them too); tune harness, both orders, planes of 2048^2 and 1080 x 1920:
 # float32 with 2 and 3 channels, uint16 with 2-4, uint8 with 4 1.23-1.47x on 1 thread,
-# 1.18-1.47x on 2, the rest level (0.95-1.04x). strided._caches: AMD with a 48 KiB L1d
-# (Intel unmeasured: 0)
+# 1.18-1.47x on 2, the rest level (0.95-1.04x); AMD EPYC Zen 4 (32 KiB L1d), cold, 2048^2
+# and 1080 x 1920 planes, 1.29-1.58x on 1 and 2 threads. strided._caches: recent AMD (a 1 MiB
+# L2 or a 48 KiB L1d; Intel unmeasured: 0)
 _TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose planes spread
 # over the L1 sets write their pixels with ordinary stores from the in-register kernel rather
 # than streaming them through the tile (copy_kernels.h, ST_PIX32_PLAIN). AMD EPYC Zen 5, 64
@@ -232,7 +233,8 @@ _TUNING.pix32_plain = 0             # 1: streamed 8-bit NCHW -> NCHW32 whose pla
 # thread), 0.27-0.37 -> 0.57-0.83 (2); 362^2 1.1-1.4x, 720^2 1.0-1.65x; 512 MiB bench_copy
 # 9.8 GB/s (0.32x memcpy) before, 25.6 after. Planes that crowd a set (256^2, 512^2) keep
 # the streamed tile (ordinary stores 0.67-1.03x there, 1 thread 0.40 vs 0.60).
-# strided._caches: AMD with a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0)
+# On the Zen 4 (8-way 32 KiB L1d), 362^2-724^2, level (0.96-1.06x). strided._caches: AMD with
+# a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0)
 _TUNING.sweep_ahead = 0             # lines ahead of its micro-tiles that a streamed tile's
 # sweep down its source rows fetches each row (0: none; tile.h, ST_AHEAD_SHIFT; also the
 # conversions' one-pass tiles, _convert.pyx). A block reads M rows at a time in runs of 1-8 KiB
@@ -249,8 +251,8 @@ _TUNING.sweep_ahead = 0             # lines ahead of its micro-tiles that a stre
 # lines: uint8 with 256 1.1-1.14x, float32 -> float16 0.96x. Shorter rows fetching a quarter of
 # theirs ahead, against none: float32 NCHW32 and NCDHW 1.05-1.13x, uint8 2-D and column-major
 # 1.04-1.08x on 2 threads, float32 NHWC -> NCHW with 64 channels 0.95-1.0x, 2-D float32
-# 0.96-1.02x, the rest level. strided._caches: 8 on AMD with a 48 KiB L1d (Intel and the Zen 3
-# unmeasured: 0).
+# 0.96-1.02x, the rest level. On an AMD EPYC Zen 4 (8-way 32 KiB L1d) mixed, 0.92-1.08x.
+# strided._caches: 8 on AMD with a 48 KiB L1d (Intel and the Zen 3 unmeasured: 0).
 _TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixels (HWC
 # <-> CHW: the interleave and deinterleave kernels, pixels of fewer items than a micro-tile's
 # side; of those, the kernels that stream take 3-4 channels to pixels) stream from this footprint
@@ -260,8 +262,9 @@ _TUNING.pixels_nt_bytes = -1        # copies between a few planes and dense pixe
 # against ordinary stores (cv2 streamed alike): source and destination cold 1.13-1.56x faster,
 # the source warm and the destination cold (a decoded image into a batch) 1.3-1.63x; both warm
 # (one small pair of buffers in a loop) 0.49-0.82x, 1080 x 1920 uint8 level. 2 threads: cold
-# and warm source 1.2-1.4x, both warm 0.45-0.67x. strided._caches: 256 KiB on AMD with a 48
-# KiB L1d (a quarter of its L2: smaller images stay in cache; Intel, which streams from 4
+# and warm source 1.2-1.4x, both warm 0.45-0.67x. strided._caches: 256 KiB on recent AMD (a
+# 1 MiB L2 or a 48 KiB L1d: a quarter of its L2, so smaller images stay in cache; on the Zen 4
+# the 224^2 and 1080 x 1920 images of bench_copy 1.2-1.65x, cold; Intel, which streams from 4
 # MiB, and the Zen 3 unmeasured: -1).
 _TUNING.fill_nt_bytes = -1          # fills (copies reading at most an eighth of what they
 # write: broadcast sources) stream from this footprint when it is above nt_bytes (-1: as every
@@ -269,12 +272,13 @@ _TUNING.fill_nt_bytes = -1          # fills (copies reading at most an eighth of
 # streamed (from nt_bytes, 4 MiB) against ordinary stores (from the L3): cold 0.95-1.35x, 1.05-
 # 1.12x on 2 threads; warm (one destination in a loop, which the L3 keeps) 0.22-0.39x.
 # torch and numpy fill with ordinary stores; glibc's memset streams from its L3-sized
-# threshold. strided._caches: the L3 on AMD with a 48 KiB L1d; -1 elsewhere (Intel streams
+# threshold. strided._caches: the L3 on recent AMD; -1 elsewhere (Intel streams
 # fills from its nt_bytes, cold level with ordinary stores there; the Zen 3's nt_bytes is its
 # L3 already).
 _TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
-# every size; see _plan_blocks and strided._caches)
+# every size; see _plan_blocks and strided._caches: 8 on recent AMD, where the others streamed
+# 1.22-1.32x faster on the Zen 4, 64 MiB cold)
 
 
 # The knobs that follow the caches and the vendor: the values above are what strided._caches's

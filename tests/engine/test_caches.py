@@ -73,10 +73,10 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
 
 
 @pytest.mark.parametrize("l2, l3, want", [
-    # a 2 MiB L2, 105 MiB L3 (a server core): tiles grow to their bounds, streaming later
-    (2 * MiB, 105 * MiB, {"nt_bytes": 105 * MiB, "stage_bytes": 128 * KiB,
-                          "tile_area_bytes": 256 * KiB, "convert_tile_bytes": 512 * KiB,
-                          "convert_tiled_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
+    # a 512 KiB L2, 105 MiB L3: streaming later
+    (512 * KiB, 105 * MiB, {"nt_bytes": 105 * MiB, "stage_bytes": 128 * KiB,
+                            "tile_area_bytes": 64 * KiB, "convert_tile_bytes": 128 * KiB,
+                            "convert_tiled_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     # a 256 KiB L2, 8 MiB L3 (an older desktop): smaller tiles, earlier streaming
     (256 * KiB, 8 * MiB, {"nt_bytes": 8 * MiB, "stage_bytes": 64 * KiB,
                           "tile_area_bytes": 32 * KiB,
@@ -85,7 +85,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
     (64 * KiB, None, {"nt_bytes": 4 * MiB, "stage_bytes": 32 * KiB, "tile_area_bytes": 16 * KiB,
                       "convert_tile_bytes": 32 * KiB, "convert_tiled_bytes": 64 * KiB}),
     # an enormous L3: streaming from 256 MiB at the latest
-    (1 * MiB, 1024 * MiB, {"nt_bytes": 256 * MiB, "stage_bytes": 128 * KiB}),
+    (512 * KiB, 1024 * MiB, {"nt_bytes": 256 * MiB, "stage_bytes": 128 * KiB}),
 ])
 @pytest.mark.parametrize("vendor", ["AuthenticAMD", None])
 def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendor):
@@ -97,7 +97,33 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert got["rows_tile_bytes"] == got["deint_narrow"] == got["sweep_ahead"] == 0
     assert got["pixels_nt_bytes"] == got["fill_nt_bytes"] == -1
     # the whole rows' big tile: L2 / 2 within 128-512 KiB on an L2 of 1 MiB or more
-    assert got["rows_big_bytes"] == (0 if l2 < MiB else min(512 * KiB, l2 // 2))
+    assert got["rows_big_bytes"] == 0
+
+
+@pytest.mark.parametrize("l2, l3, want", [
+    # a 2 MiB L2, 105 MiB L3 (a server core): tiles grow to their bounds; streaming from two
+    # L2s (the recent-AMD rule of a 1 MiB L2 or more)
+    (2 * MiB, 105 * MiB, {"nt_bytes": 4 * MiB, "stage_big_from": 2 * MiB,
+                          "llc_bytes": 105 * MiB, "fill_nt_bytes": 105 * MiB,
+                          "pixels_nt_bytes": 512 * KiB, "stage_bytes": 128 * KiB,
+                          "tile_area_bytes": 256 * KiB, "convert_tile_bytes": 512 * KiB,
+                          "convert_tiled_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB,
+                          "rows_big_bytes": 512 * KiB}),
+    # an enormous L3 no longer delays streaming; fills stream from the L3's 256 MiB bound
+    (1 * MiB, 1024 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 256 * MiB,
+                           "fill_nt_bytes": 256 * MiB, "stage_bytes": 128 * KiB,
+                           "rows_big_bytes": 512 * KiB}),
+    # an L2 of 4 MiB: twice it, within the L3
+    (4 * MiB, 6 * MiB, {"nt_bytes": 6 * MiB, "stage_big_from": 3 * MiB}),
+])
+@pytest.mark.parametrize("vendor", ["AuthenticAMD", None])
+def test_an_l2_of_1_mib_or_more_streams_from_two_l2s_beside_a_small_l1(l2, l3, want, vendor):
+    got = derived_tuning(CacheSizes(32 * KiB, l2, l3, "test", vendor))
+    assert {k: got[k] for k in want} == want
+    assert got["vector_rows_in_place"] == 8 and got["deint_alias_nt"] == 1
+    # the 8-way L1's own values
+    assert got["crowd_rows"] == 4 and got["crowd_staged"] == 1 and got["rows_tile_bytes"] == 0
+    assert got["pix32_plain"] == got["sweep_ahead"] == 0
 
 
 @pytest.mark.parametrize("l2, l3, want", [
@@ -144,7 +170,8 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen5["nt_pages"] == zen5["deint_narrow"] == int(intel)
     # sources in one L1 set: tiled in place from memory on the Zen 5's 12 ways (Intel: staged)
     assert zen5["crowd_staged"] == (1 if intel else 0)
-    # deinterleaves stream planes 2 KiB multiples apart on the Zen 5 (the Zen 3 lost)
+    # deinterleaves stream planes 2 KiB multiples apart on the Zen 5 (the Zen 3 lost); NCHW32
+    # bytes over spread planes take ordinary stores (level on the Zen 4's 8-way L1)
     assert zen5["deint_alias_nt"] == zen5["pix32_plain"] == (0 if intel else 1)
     # one-vector NHWC -> NCHW pixels: in place for doubles only on the Zen 5 (none on Intel)
     assert zen5["vector_rows_in_place"] == (0 if intel else 8)
@@ -167,6 +194,29 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == zen3["pix32_plain"] == 0
     assert zen3["vector_rows_in_place"] == (0 if intel else 31)
     assert zen3["sweep_ahead"] == 0 and zen3["pixels_nt_bytes"] == zen3["fill_nt_bytes"] == -1
+
+
+@pytest.mark.parametrize("vendor", ["AuthenticAMD", "GenuineIntel", None])
+def test_a_1_mib_l2_with_an_8_way_l1_takes_the_streaming_rules_but_not_the_12_way_ones(vendor):
+    """An AMD EPYC Zen 4 (32 KiB 8-way L1d, 1 MiB L2, 32 MiB L3): the streaming rules measured
+    cold on the Zen 5 held there too (nt_bytes, the images' pixels_nt_bytes, deint_alias_nt,
+    fills from the L3, one-vector NHWC -> NCHW pixels streamed but for doubles), while the
+    knobs that follow the L1's 12 ways (crowd_rows, crowd_staged, rows_tile_bytes) and the
+    two level or mixed there (pix32_plain, sweep_ahead) keep the 8-way values."""
+    zen4 = derived_tuning(CacheSizes(32 * KiB, 1 * MiB, 32 * MiB, "test", vendor))
+    intel = vendor == "GenuineIntel"
+    assert zen4["nt_bytes"] == 4 * MiB and zen4["stage_big_from"] == 2 * MiB
+    assert zen4["pixels_nt_bytes"] == (-1 if intel else 256 * KiB)
+    assert zen4["fill_nt_bytes"] == (-1 if intel else 32 * MiB)
+    assert zen4["deint_alias_nt"] == (0 if intel else 1)
+    assert zen4["vector_rows_in_place"] == (0 if intel else 8)
+    assert zen4["crowd_rows"] == 4 and zen4["rows_tile_bytes"] == 0
+    assert zen4["crowd_staged"] == 1
+    assert zen4["pix32_plain"] == zen4["sweep_ahead"] == 0
+    # the 1 MiB L2 is the line: the Zen 3's 512 KiB one keeps its own rules (above)
+    below = derived_tuning(CacheSizes(32 * KiB, 1 * MiB - 64 * KiB, 32 * MiB, "test", vendor))
+    assert below["nt_bytes"] == (4 * MiB if intel else 32 * MiB)
+    assert below["deint_alias_nt"] == 0 and below["pixels_nt_bytes"] == -1
 
 
 def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():
