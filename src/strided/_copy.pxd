@@ -84,6 +84,7 @@ ctypedef struct Tuning:
     int64_t pixels_nt_bytes
     int convert_stream_rows
     int64_t fill_nt_bytes
+    int stitch_rows
 cdef Tuning tuning_now() noexcept
 # streams: whether a call moving this many bytes (read + written) writes whole lines with
 # streaming stores.

@@ -28,7 +28,7 @@ KNOBS = {
     "nibble_box_bytes", "nibble_fused", "fetch_next", "crowd_runs", "crowd_staged",
     "vector_rows_in_place", "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
     "rows_big_bytes", "deint_narrow", "deint_alias_nt", "pix32_plain", "sweep_ahead",
-    "pixels_nt_bytes", "convert_stream_rows", "fill_nt_bytes",
+    "pixels_nt_bytes", "convert_stream_rows", "fill_nt_bytes", "stitch_rows",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -46,7 +46,7 @@ EXTREME = {
     "crowd_staged": True, "nt_pages": True, "crowd_rows": 8, "down_from": 1,
     "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
     "deint_alias_nt": True, "pix32_plain": True, "sweep_ahead": 1,
-    "pixels_nt_bytes": 0, "convert_stream_rows": True, "fill_nt_bytes": 0,
+    "pixels_nt_bytes": 0, "convert_stream_rows": True, "fill_nt_bytes": 0, "stitch_rows": True,
 }
 
 

@@ -398,7 +398,7 @@ static inline void st_copy_rows(char *d, st_idx dp, const char *s, st_idx sp, st
      * 1.5-1.6x the time of ordinary stores (AMD EPYC Zen 4, 8 MiB, cold), 384 (whole lines)
      * 0.83x. The block's own first and last lines stay ordinary: they may share a line with
      * another thread's block. */
-    if ((nt & ST_NT) && R > 1 && dp == (st_idx)n && n % 64 != 0) {
+    if ((nt & ST_NT) && (nt & ST_ROWS_JOIN) && R > 1 && dp == (st_idx)n && n % 64 != 0) {
         char carry[64];
         int k = 0;
         for (r = 0; r < R; r++)

@@ -62,13 +62,14 @@ enum { ST_BLOCK_COPY = 0, ST_BLOCK_TRANSPOSE = 1 };  /* and ST_BLOCK_TBUF below 
  * ST_DEINT_ALIAS (with ST_NT): the AVX2 deinterleave streams planes a multiple of 2 KiB apart
  * too (interleave.h, st_deint_lines). ST_PIX32_PLAIN (with ST_NT): streamed 8-bit NCHW32
  * blocks whose planes spread over the L1 sets go through the in-register kernel with ordinary
- * stores instead of the streamed tile (copy_kernels.h). Bits ST_AHEAD_SHIFT and up (with
- * ST_NT): how many lines ahead of its micro-tiles a streamed tile's sweep down its source
- * rows fetches each row (0-63; tile.h). */
+ * stores instead of the streamed tile (copy_kernels.h). ST_ROWS_JOIN (with ST_NT): rows that
+ * follow each other in the destination stream as one run, stitched (blocks.h). Bits
+ * ST_AHEAD_SHIFT and up (with ST_NT): how many lines ahead of its micro-tiles a streamed
+ * tile's sweep down its source rows fetches each row (0-63; tile.h). */
 enum { ST_AHEAD_SHIFT = 16, ST_AHEAD_MAX = 63 };
 enum { ST_NT = 1, ST_STITCH = 2, ST_FRESH = 4, ST_LAST = 8, ST_FETCH = 16, ST_FETCH_DOWN = 32,
        ST_RUNS = 64, ST_PAGES = 128, ST_SETS8 = 256, ST_DEINT16 = 512, ST_DEINT_ALIAS = 1024,
-       ST_PIX32_PLAIN = 2048 };
+       ST_PIX32_PLAIN = 2048, ST_ROWS_JOIN = 4096 };
 
 /* ---- what the CPU offers ------------------------------------------------------------------ */
 /* The module is compiled for baseline x86-64 (SSE2); SSSE3 and AVX2 kernels carry target
