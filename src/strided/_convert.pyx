@@ -90,9 +90,13 @@ cdef extern from "_kernels/convert_tiles.h":
         ST_NT
         ST_SETS8
         ST_AHEAD_SHIFT
+        ST_ROWS_JOIN
     tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd) noexcept nogil
     void st_cvt_stream_run(const st_cvt_op* op, char* d, const char* s, Py_ssize_t n,
                            const char* scale, const char* shift) noexcept nogil
+    void st_cvt_stream_rows(const st_cvt_op* op, char* d, const char* s, Py_ssize_t sp,
+                            Py_ssize_t R, Py_ssize_t n, const char* scale, const char* shift,
+                            Py_ssize_t pp) noexcept nogil
     void st_store_fence() noexcept nogil
 
 
@@ -235,9 +239,11 @@ cdef void _plan(Plan* P, int nd, const int64_t* sizes, const int64_t* dstr,
     # -> float32 1.21-1.30x, float32 -> float16 / bfloat16 / uint8 0.99-1.11x, float64 ->
     # float32 level; 2 threads: widening 1.27-1.28x, float32 -> float16 1.09x, bfloat16
     # level. Intel unmeasured (its nt_bytes, 4 MiB, is the copy's measured threshold).
+    # Rows that follow each other in the destination but are not whole lines stream as one
+    # run (stitch_rows, as the copy's do: st_cvt_stream_rows).
     if (P.kind == ST_BLOCK_COPY and _dense_rows(P) and T.convert_stream_rows
             and streams(T, P.nbytes)):
-        P.stream = ST_NT
+        P.stream = ST_NT | (ST_ROWS_JOIN if T.stitch_rows else 0)
     plan_run(P, T)
     P.run = _convert_blocks
     P.scratch_bytes = _tile_bytes(P)
@@ -371,6 +377,9 @@ cdef void _run_block(const Plan* P, const st_cvt_op* op, char* dst, const char* 
     if P.kind == ST_BLOCK_COPY:
         if _whole_runs(P):
             _convert_run(P, op, dst, src, h * w, scale, shift)
+            return
+        if (P.stream & ST_ROWS_JOIN) and P.dp == w and h > 1:
+            st_cvt_stream_rows(op, dst, src, P.sp * P.ssz, h, w, scale, shift, P.pp * P.ct)
             return
         for r in range(h):
             if P.stream:

@@ -281,6 +281,7 @@ _TUNING.stitch_rows = 1             # streamed copies of rows that follow each o
 # completed from a carry (blocks.h st_copy_rows, ST_ROWS_JOIN); 0: row by row, the rows' ends
 # ordinary stores. AMD EPYC Zen 4, 8 MiB cold, against the unstreamed copy: rows of 400-418
 # bytes 0.62-0.67x row by row, 1.13-1.26x joined. Vendor-neutral (fewer reads for ownership).
+# Also the conversions' streamed dense rows (convert_tiles.h st_cvt_stream_rows).
 _TUNING.vector_rows_in_place = 31    # streamed NHWC -> NCHW with one-vector pixels tile in
 # place for the item sizes in this mask of byte counts (1 | 2 | 4 | 8 | 16; 0: never, 31:
 # every size; see _plan_blocks and strided._caches: 8 on recent AMD, where the others streamed

@@ -430,3 +430,46 @@ def test_streamed_dense_rows_write_exactly_their_items(src_dtype, dst_dtype, aff
                         assert (padded[:, n * dsz:] == 0x5A).all(), what
     finally:
         _copy._tune(**old)
+
+
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
+@pytest.mark.parametrize(("src_dtype", "dst_dtype", "affine"), STREAM_PAIRS[:5])
+@pytest.mark.parametrize("stitch_rows", [1, 0], ids=["joined", "row-by-row"])
+def test_streamed_rows_of_a_padded_source_join_in_a_dense_destination(src_dtype, dst_dtype,
+                                                                       affine, stitch_rows):
+    """Padded source rows into a dense destination (a crop into a packed batch), streamed:
+    the rows follow each other in the destination, so they stream as one run, each line two
+    rows share completed from a carry (st_cvt_stream_rows; stitch_rows 0: row by row, the
+    rows' ends ordinary stores). Row lengths shorter than a line to longer than the buffer,
+    destinations 0-63 bytes into a line, a scale a row, blocks of a few rows split between 1-3
+    threads: numpy's values, bit for bit, and not a byte written outside the destination."""
+    rng = np.random.default_rng(5)
+    dsz = np.dtype(dst_dtype).itemsize
+    lengths = sorted({1, 3, 64 // dsz - 1, 64 // dsz + 1, 100, 4096 // dsz + 7})
+    offsets = sorted({0, 16, 62 // dsz * dsz, 1 if dsz <= 2 else 0})
+    old = _copy._tune(nt_bytes=0, stitch_rows=stitch_rows, block_bytes=512, thread_bytes=1)
+    try:
+        for n in lengths:
+            for rows in (2, 7, 33):
+                full = (rng.standard_normal((rows, n + 3)) * 50).astype(src_dtype) \
+                    if np.dtype(src_dtype).kind in "fc" else \
+                    rng.integers(-100, 100, (rows, n + 3)).astype(src_dtype)
+                src = full[:, 1:n + 1]
+                scale = np.linspace(0.5, 2.0, rows) if affine else None
+                shift = -3.0 if affine else None
+                want = _expected(src, dst_dtype, scale=scale, shift=shift,
+                                 axis=0 if affine else None)
+                for off in offsets:
+                    raw = np.full(rows * n * dsz + 192, 0x5A, np.uint8)
+                    base = (-raw.ctypes.data) % 64 + 64 + off
+                    dst = raw[base:base + rows * n * dsz].view(dst_dtype).reshape(rows, n)
+                    kwargs = dict(scale=scale, shift=shift, axis=0) if affine else {}
+                    for threads in (1, 2, 3):
+                        dst[...] = 0
+                        st.copyto(dst, src, casting="unsafe", num_threads=threads, **kwargs)
+                        what = f"{src_dtype}->{dst_dtype} n={n} rows={rows} off={off} {threads}"
+                        assert np.array_equal(dst.view(np.uint8), want.view(np.uint8)), what
+                        assert (raw[:base] == 0x5A).all(), what
+                        assert (raw[base + rows * n * dsz:] == 0x5A).all(), what
+    finally:
+        _copy._tune(**old)

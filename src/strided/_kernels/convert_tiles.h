@@ -147,6 +147,39 @@ static void st_cvt_stream_run(const st_cvt_op *op, char *d, const char *s, st_id
 #endif
 }
 
+/* R rows of n items each that follow each other in the destination (row r at d + r * n * dsz;
+ * source rows `sp` bytes apart, row r's parameters at scale + r * pp and shift + r * pp bytes),
+ * streamed as one run: each row converted in pieces into the buffer and stitched (rows.h,
+ * st_stitch_row), so the lines two rows share are streamed too (row by row, each row's ends
+ * were ordinary stores, each a read for ownership; the copy's joined rows: blocks.h). Only the
+ * first and last lines of the whole run are ordinary stores: they may share a line with
+ * another thread's rows. The caller fences. */
+static void st_cvt_stream_rows(const st_cvt_op *op, char *d, const char *s, st_idx sp,
+                               st_idx R, st_idx n, const char *scale, const char *shift,
+                               st_idx pp)
+{
+#if ST_HAVE_SSE2
+    char buf[ST_CVT_STREAM_BUF] __attribute__((aligned(64)));
+    char carry[64];
+    int k = 0;
+    const st_idx dsz = st_type_size[op->dtype], ssz = st_type_size[op->stype];
+    const st_idx per = ST_CVT_STREAM_BUF / dsz;
+    for (st_idx r = 0; r < R; r++)
+        for (st_idx i = 0, m; i < n; i += m) {
+            m = n - i < per ? n - i : per;
+            st_cvt_row(op, buf, 1, s + r * sp + i * ssz, 1, m, scale + r * pp, shift + r * pp,
+                       0);
+            st_stitch_row(d + (r * n + i) * dsz, buf, (size_t)(m * dsz), carry, &k,
+                          (r == 0 && i == 0 ? ST_FRESH : 0)
+                          | (r == R - 1 && i + m == n ? ST_LAST : 0));
+        }
+#else
+    for (st_idx r = 0; r < R; r++)
+        st_cvt_row(op, d + r * n * st_type_size[op->dtype], 1, s + r * sp, 1, n,
+                   scale + r * pp, shift + r * pp, 0);
+#endif
+}
+
 /* The one-pass converting transpose of a plain conversion (no scale or shift) from stype to
  * dtype at SIMD level `simd` (2: AVX2, with F16C for float16), or NULL. */
 static st_tiled_fn st_cvt_tiled(int stype, int dtype, int mode, int simd)
