@@ -158,9 +158,9 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       lose (bench_copy's warm 4 MiB rows on 2 threads: 24 of 38 slower, 0.45-0.9x): a shared
       L3 under load does not keep them. On an AMD EPYC Zen 4 (32 KiB L1d, 1 MiB L2, 32 MiB
       L3), cold, this knob with the other recent-AMD ones against the Zen 3's rules: 4 MiB
-      relayouts on 2 threads >= 1.1x the best peer 25-27 -> 33-35 of 38, transposes >= 0.7x a
-      memcpy 13-15 -> 23-25 of 26 (2-D float32 2.0x, NCHW -> NHWC 1.4-2.9x, 3-channel images
-      1.3-1.6x); on 1 thread 22 -> 27 of 38; the conversion table (warm loops) 26 -> 32 of 39
+      relayouts on 2 threads >= 1.1x the best peer 22 -> 35 of 38, transposes >= 0.7x a
+      memcpy 11-13 -> 22-23 of 26 (2-D float32 2.0x, NCHW -> NHWC 1.1-1.8x, 3-channel images
+      1.2-1.6x); on 1 thread 22 -> 31 of 38; the conversion table (warm loops) 26 -> 32 of 39
       targets (a warm int8 NCHW32 -> float32 loop on 1 thread lost 0.71x, cold it is level).
     - ``fetch_next`` = 16, on Intel 1: the item sizes (at most this many bytes) whose
       streamed transposes prefetch their next block's source: on the Xeon only bytes gained

@@ -388,9 +388,9 @@ STREAM_PAIRS = [("float32", "float16", False), ("uint8", "float32", True),
 def test_streamed_dense_rows_write_exactly_their_items(src_dtype, dst_dtype, affine,
                                                         threads):
     """Past nt_bytes, dense rows convert through a buffer in the L1 whose whole lines leave
-    with streaming stores (st_cvt_stream_run): the first part of the first line in place, the
-    buffer's pieces ending on lines, the last partial line with ordinary stores; 2-byte items
-    at an odd address convert in place. Runs around the buffer's 4096 bytes and the lines,
+    with streaming stores (st_cvt_stream_run): the first and last partial lines with
+    ordinary stores, the buffer's pieces stitched where they end inside a line, 2-byte items at
+    an odd address too. Runs around the buffer's 4096 bytes and the lines,
     destinations 0-63 bytes into a line, one row and padded rows with a scale a row: numpy's
     values, bit for bit, and not a byte written outside the items."""
     from strided import _convert

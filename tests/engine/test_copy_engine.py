@@ -798,23 +798,28 @@ def test_streamed_short_pixels_match_numpy(k, row_bytes):
 
 
 @pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
-@pytest.mark.parametrize("stitch_rows", [1, 0], ids=["joined", "row-by-row"])
+@pytest.mark.parametrize(("stitch_rows", "nt_pages"), [(1, 0), (0, 0), (1, 1)],
+                         ids=["joined", "row-by-row", "joined-pages"])
 @pytest.mark.parametrize("k", [1, 4])
-@pytest.mark.parametrize("row_bytes", [1, 12, 63, 64, 65, 100, 130, 418, 1000, 4100])
-def test_streamed_padded_rows_stitch_into_a_dense_destination(k, row_bytes, stitch_rows):
+@pytest.mark.parametrize("row_bytes", [1, 12, 63, 64, 65, 100, 130, 418, 1000, 4100, 16500])
+def test_streamed_padded_rows_stitch_into_a_dense_destination(k, row_bytes, stitch_rows,
+                                                              nt_pages):
     """A streamed padded -> packed copy: rows that follow each other in the destination but
     are not whole lines are streamed as one run (blocks.h st_copy_rows, rows.h
     st_stitch_row), each line two rows share completed from a carry. The bytes match numpy's
     and nothing outside the destination is written (sentinels): rows shorter than a line,
-    around one and two lines, long rows; destinations 0-63 bytes into a line; blocks of a
-    few rows split between 1-3 threads, so shares start and end inside lines; every SIMD
-    level. (stitch_rows 0: each row alone, its ends ordinary stores.)"""
+    around one and two lines, long rows; destinations 0-63 bytes into a line; blocks of about
+    three rows split between 1-3 threads, so shares start and end inside lines; every SIMD
+    level. (stitch_rows 0: each row alone, its ends ordinary stores; nt_pages 1: rows of 16 KiB
+    and more read four pages at once inside the joined run, as on Intel.)"""
     w = max(1, row_bytes // k)
     for rows in (1, 2, 7, 40):
         sizes = (rows, w)
         dst_strides, src_strides = (w, 1), (w + 5, 1)
-        with tuned(**ENGINE_TUNING), tuned(**STREAMED, block_bytes=256, thread_bytes=1,
-                                           stitch_rows=stitch_rows):
+        # blocks of whole rows (a block splits no row), about three rows each
+        block = max(256, 3 * w * k)
+        with tuned(**ENGINE_TUNING), tuned(**STREAMED, block_bytes=block, thread_bytes=1,
+                                           stitch_rows=stitch_rows, nt_pages=nt_pages):
             assert _copy._block_streams(sizes, dst_strides, src_strides, k)
             for level in range(_copy._simd() + 1):
                 with simd(level):

@@ -111,49 +111,17 @@ ST_DEFINE_TILED(st_t4, st_t2, 8, st_micro_f32_bf16, ST_CV_F32_BF16, st_tiled_f32
                 ST_TILE_AVX2)
 #endif
 
-/* A dense run of n items converted with one set of parameters (ps 0) through a buffer in the
- * L1, whose lines then leave with streaming stores: a destination far larger than the caches
- * is written without its lines being read for ownership first (a contiguous cast moves
- * (ssz + dsz) n bytes instead of (ssz + 2 dsz) n). The buffer's pieces end on the
- * destination's lines, so no line is written in two parts (only the run's first and last
- * lines, with ordinary stores); a destination whose items miss the line boundaries (an odd
- * address of 2-byte items) converts in place. The caller fences. */
+/* Dense rows converted through a buffer in the L1 whose lines then leave with streaming
+ * stores: a destination far larger than the caches is written without its lines being read
+ * for ownership first (a contiguous cast moves (ssz + dsz) n bytes instead of (ssz + 2 dsz) n).
+ * R rows of n items each that follow each other in the destination (row r at d + r * n * dsz;
+ * source rows `sp` bytes apart, row r's parameters at scale + r * pp and shift + r * pp bytes)
+ * stream as one run: each row is converted in pieces into the buffer and the pieces are
+ * stitched (rows.h, st_stitch_row), so no line is written in two parts, not even one two rows
+ * share (row by row, each row's ends were ordinary stores, each a read for ownership; the
+ * copy's joined rows: blocks.h). Only the first and last lines of the whole run are ordinary
+ * stores: they may share a line with another thread's rows. The caller fences. */
 #define ST_CVT_STREAM_BUF 4096
-static void st_cvt_stream_run(const st_cvt_op *op, char *d, const char *s, st_idx n,
-                              const char *scale, const char *shift)
-{
-#if ST_HAVE_SSE2
-    char buf[ST_CVT_STREAM_BUF] __attribute__((aligned(64)));
-    const st_idx dsz = st_type_size[op->dtype], ssz = st_type_size[op->stype];
-    const st_idx head = (st_idx)((64 - ((uintptr_t)d & 63)) & 63), per = ST_CVT_STREAM_BUF / dsz;
-    st_idx k = head / dsz < n ? head / dsz : n;
-    if (head % dsz) {
-        st_cvt_row(op, d, 1, s, 1, n, scale, shift, 0);
-        return;
-    }
-    if (k) {   /* the first line's part, in place */
-        st_cvt_row(op, d, 1, s, 1, k, scale, shift, 0);
-        d += k * dsz;
-        s += k * ssz;
-        n -= k;
-    }
-    for (; n > 0; d += k * dsz, s += k * ssz, n -= k) {
-        k = n < per ? n : per;
-        st_cvt_row(op, buf, 1, s, 1, k, scale, shift, 0);
-        st_store_row(d, buf, (size_t)(k * dsz), ST_NT);
-    }
-#else
-    st_cvt_row(op, d, 1, s, 1, n, scale, shift, 0);
-#endif
-}
-
-/* R rows of n items each that follow each other in the destination (row r at d + r * n * dsz;
- * source rows `sp` bytes apart, row r's parameters at scale + r * pp and shift + r * pp bytes),
- * streamed as one run: each row converted in pieces into the buffer and stitched (rows.h,
- * st_stitch_row), so the lines two rows share are streamed too (row by row, each row's ends
- * were ordinary stores, each a read for ownership; the copy's joined rows: blocks.h). Only the
- * first and last lines of the whole run are ordinary stores: they may share a line with
- * another thread's rows. The caller fences. */
 static void st_cvt_stream_rows(const st_cvt_op *op, char *d, const char *s, st_idx sp,
                                st_idx R, st_idx n, const char *scale, const char *shift,
                                st_idx pp)
@@ -178,6 +146,13 @@ static void st_cvt_stream_rows(const st_cvt_op *op, char *d, const char *s, st_i
         st_cvt_row(op, d + r * n * st_type_size[op->dtype], 1, s + r * sp, 1, n,
                    scale + r * pp, shift + r * pp, 0);
 #endif
+}
+
+/* One dense run of n items with one set of parameters (ps 0): the rows above, one row. */
+static void st_cvt_stream_run(const st_cvt_op *op, char *d, const char *s, st_idx n,
+                              const char *scale, const char *shift)
+{
+    st_cvt_stream_rows(op, d, s, 0, 1, n, scale, shift, 0);
 }
 
 /* The one-pass converting transpose of a plain conversion (no scale or shift) from stype to

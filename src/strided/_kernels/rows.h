@@ -188,7 +188,8 @@ ST_INLINE void st_stitch_row(char *d, const char *s, size_t n, char *carry, int 
         d += need; s += need; n -= need;
         *k = 0;
     }
-    st_store_row(d, s, n - n % 64, ST_NT);   /* d is at a line start (or n < 64) */
+    /* d is at a line start (or n < 64); long pieces read four pages at once with ST_PAGES */
+    st_store_row(d, s, n - n % 64, ST_NT | (flags & ST_PAGES));
     d += n - n % 64; s += n - n % 64; n %= 64;
     if (n && (flags & ST_LAST)) {
         st_copy_run(d, s, n);
