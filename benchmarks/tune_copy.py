@@ -18,6 +18,17 @@ sets, given as a JSON list::
 large last-level cache keeps a non-streaming configuration's arrays in it: on a 480 MiB Xeon
 L3 warm and cold disagreed on every streaming decision).
 
+``--bench-cases`` takes the cases of the relayout benchmark instead (``bench_copy``'s names or
+substrings: the images at their own shapes, the padded rows of its ``padded->packed``), and
+``--to DTYPE`` turns every case into a conversion: the destination holds DTYPE in the same
+layout and the call is ``strided.copyto(dst, src, casting="unsafe")`` (the memcpy still moves
+the destination's bytes)::
+
+    python benchmarks/tune_copy.py --mib 4 --cold 1536 --bench-cases "HWC->CHW,padded" \
+        --configs '[{}, {"pixels_nt_bytes": 262144}]'
+    python benchmarks/tune_copy.py --mib 16 --cold 1536 --cases NCHW->NHWC --to float16 \
+        --configs '[{}, {"sweep_ahead": 8}]'
+
 ``staged``: -1 lets the planner choose (the default), 0 tiles transposes in place, 1 always
 stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
 ``tile_row_bytes`` the in-place tile row, ``tile_area_bytes`` the most of each operand that
@@ -43,6 +54,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+import strided
 from strided import _copy
 from strided._cli._common import balanced_orders
 from strided.interop import _ndarray
@@ -81,6 +93,35 @@ def cases(dtype: type, nbytes: int) -> Iterator[Case]:
         np.ones((2, 32, 16, hw, hw), dtype))
 
 
+def bench_cases(patterns: list[str], dtype: type, nbytes: int) -> Iterator[Case]:
+    """The relayout benchmark's cases named by ``patterns`` (``harness.bench_copy``), as
+    (name, make) pairs for a logical tensor of ``nbytes``."""
+    from harness.bench_copy import select_cases  # benchmarks/ is this script's directory
+
+    for case in select_cases(patterns):
+        def make(case=case) -> tuple[np.ndarray, np.ndarray]:
+            built = case.build(nbytes / 2**20, np.dtype(dtype))
+            return built.dst, built.src
+        yield case.name, make
+
+
+def converting(make: Callable[[], tuple[np.ndarray, np.ndarray]], dtype: np.dtype
+               ) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """``make`` with a destination of ``dtype`` laid out as its own (the same item strides
+    over a packed base of the new dtype)."""
+    def make_converting() -> tuple[np.ndarray, np.ndarray]:
+        dst, src = make()
+        size = dst.dtype.itemsize
+        span = [(n - 1) * s for n, s in zip(dst.shape, dst.strides)]
+        low = sum(x for x in span if x < 0) // size
+        high = sum(x for x in span if x > 0) // size
+        base = np.empty(high - low + 1 if dst.size else 0, dtype)
+        new = np.lib.stride_tricks.as_strided(
+            base[-low:], dst.shape, tuple(s // size * dtype.itemsize for s in dst.strides))
+        return new, src
+    return make_converting
+
+
 #: the engine's own tuning, which every configuration starts from (a knob one configuration
 #: sets must not carry over into the next)
 _BASE = _copy._tune()
@@ -105,6 +146,8 @@ def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[d
     memcpy)."""
     dst, src = make()
     nbytes = dst.nbytes
+    if scratch.nbytes < 2 * nbytes:   # a case of its own shape (an image) may be larger
+        scratch = np.ones(2 * nbytes, np.uint8)
     a, b = scratch[:nbytes], scratch[nbytes:2 * nbytes]
     rounds = -(-cold_bytes // (dst.nbytes + src.nbytes)) if cold_bytes else 1
     # warm: every configuration on the case's one pair; cold: each on its own fresh pairs
@@ -118,7 +161,10 @@ def tune_case(make: Callable[[], tuple[np.ndarray, np.ndarray]], configs: list[d
     def copy(i: int) -> None:
         d, s = pools[i][turn[i] % rounds]
         turn[i] += 1
-        _ndarray.copyto_buffers(d, s, threads)
+        if d.dtype == s.dtype:
+            _ndarray.copyto_buffers(d, s, threads)
+        else:
+            strided.copyto(d, s, casting="unsafe", num_threads=threads)
 
     ours: list[list[float]] = [[] for _ in configs]
     theirs: list[list[float]] = [[] for _ in configs]
@@ -153,8 +199,13 @@ def main() -> None:
                              "this many MiB (e.g. 3x the last-level cache): cold operands")
     parser.add_argument("--cases", default="",
                         help="comma-separated substrings: only the cases whose name holds one")
+    parser.add_argument("--bench-cases", default="",
+                        help="comma-separated names or substrings of bench_copy's cases, "
+                             "instead of this script's own")
     parser.add_argument("--dtypes", default="float32,uint8",
                         help="comma-separated numpy dtype names (default: float32,uint8)")
+    parser.add_argument("--to", default="",
+                        help="a destination dtype: every case converts into it")
     args = parser.parse_args()
     dtypes = [np.dtype(name).type for name in args.dtypes.split(",")]
     configs = json.loads(args.configs)
@@ -168,9 +219,13 @@ def main() -> None:
         print(f"  [{i}] {config}")
     try:
         for dtype in dtypes:
-            for name, make in cases(dtype, nbytes):
+            chosen = (bench_cases(args.bench_cases.split(","), dtype, nbytes)
+                      if args.bench_cases else cases(dtype, nbytes))
+            for name, make in chosen:
                 if wanted and not any(w in name for w in wanted):
                     continue
+                if args.to:
+                    make = converting(make, np.dtype(args.to))
                 row = tune_case(make, configs, scratch, args.threads, args.repeat,
                                 int(args.cold * 2**20))
                 cells = "  ".join(f"{r:5.2f}" for r in row)
