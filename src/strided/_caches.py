@@ -220,12 +220,13 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       ones would not stream (on the Xeon 1.11-1.63x warm, 1.14-1.31x cold; level where the
       AVX2 ones stream). On the Zen 5, cold, pairs 0.93-1.01x, uint16 quads 0.85-0.93x: AMD
       and unknown vendors keep the AVX2 kernels.
-    - ``deint_alias_nt`` = 0, on recent AMD 1: streamed deinterleaves
+    - ``deint_alias_nt`` = 0, on Intel and recent AMD 1: streamed deinterleaves
       (HWC -> CHW) stream planes a multiple of 2 KiB apart too (on the Zen 3 those took
       1.1-1.35x the time of ordinary stores; on the Zen 5, cold, 1 and 2 threads, 2048^2
       and 1080 x 1920 planes: float32 with 2 and 3 channels, uint16 with 2-4, uint8 with 4
       1.18-1.47x faster, the rest level, as cv2.split streams them; on the Zen 4, the same
-      planes 1.29-1.58x faster). Intel unmeasured.
+      planes 1.29-1.58x faster); on Intel too (on the Xeon, 4 MiB cold, 1080 x 1920 float32
+      HWC -> CHW 1.26x faster on 1 thread, 1.21x on 2; the other images level).
     - ``pix32_plain`` = 0, on AMD with an L1d of 48 KiB or more 1: streamed 8-bit NCHW ->
       NCHW32 over planes that spread over the L1 sets writes its pixels with ordinary
       stores (on the Zen 5, 64 MiB, planes of 362^2-724^2: 1.0-2.9x faster on 1 and 2
@@ -240,14 +241,18 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       rest level; 16 lines ahead lost up to 0.75x on bytes, 4 lost 0.96x on the
       conversion). On the Zen 4 (8-way L1d), 64 MiB cold, mixed (0.92-1.08x, bytes behind):
       not taken. Intel and the Zen 3 unmeasured.
-    - ``pixels_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD L2 / 4 within 64 KiB-1 MiB:
+    - ``pixels_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD L2 / 4 within 64 KiB-1 MiB
+      (Intel: L2 / 8):
       copies between a few planes and dense pixels (HWC <-> CHW, the interleave and
       deinterleave kernels) stream from this footprint, as OpenCV's split and merge stream
       every aligned destination (on the Zen 5, 112^2-1080 x 1920 images of uint8 and
       float32, split and merge, against ordinary stores: cold 1.13-1.56x faster, a warm
       source into a cold destination 1.2-1.63x, 1 and 2 threads; a warm pair of buffers
       reused in a loop 0.45-0.82x; on the Zen 4, cold, the same images 1.2-1.65x with the
-      other recent-AMD knobs). Intel, which streams from 4 MiB, unmeasured.
+      other recent-AMD knobs). On Intel from L2 / 8 within the same bounds (on the Xeon's 2
+      MiB L2, 256 KiB: cold, 224 x 224 x 3 images, uint8 merge 1.45x faster on 1 and 2
+      threads, uint8 split 1.14-1.19x, float32 merge 1.43x; 512 KiB, the L2 / 4, left the
+      uint8 image's 300 KB unstreamed; 64 KiB level with 256).
     - ``fill_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD ``llc_bytes``: fills (copies
       that read at most an eighth of what they write: broadcast sources) stream from this
       footprint. On the Zen 5, broadcast -> packed of 4 and 8 MiB
@@ -298,10 +303,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "rows_tile_bytes": 32 * KiB if twelve_way_l1 else 0,
         "rows_big_bytes": _clamp(l2 // 2, 128 * KiB, 512 * KiB) if l2 >= 1 * MiB else 0,
         "deint_narrow": 1 if intel else 0,
-        "deint_alias_nt": 1 if recent_amd else 0,
+        "deint_alias_nt": 1 if intel or recent_amd else 0,
         "pix32_plain": 1 if twelve_way_l1 and not intel else 0,
         "sweep_ahead": 8 if twelve_way_l1 and not intel else 0,
-        "pixels_nt_bytes": _clamp(l2 // 4, 64 * KiB, 1 * MiB) if recent_amd else -1,
+        "pixels_nt_bytes": (_clamp(l2 // (8 if intel else 4), 64 * KiB, 1 * MiB)
+                            if intel or recent_amd else -1),
         "fill_nt_bytes": llc if recent_amd else -1,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),

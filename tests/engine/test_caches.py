@@ -133,14 +133,16 @@ def test_an_l2_of_1_mib_or_more_streams_from_two_l2s_beside_a_small_l1(l2, l3, w
                           "llc_bytes": 256 * MiB, "fetch_next": 1, "vector_rows_in_place": 0,
                           "nt_pages": 1, "crowd_rows": 8, "down_from": 8,
                           "rows_tile_bytes": 32 * KiB, "rows_big_bytes": 512 * KiB,
-                          "deint_narrow": 1,
+                          "deint_narrow": 1, "deint_alias_nt": 1,
+                          "pixels_nt_bytes": 256 * KiB, "fill_nt_bytes": -1,
                           "tile_area_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 48 * MiB, "crowd_rows": 8,
-                            "rows_big_bytes": 512 * KiB}),
+                            "rows_big_bytes": 512 * KiB, "pixels_nt_bytes": 160 * KiB}),
     # never past the last-level cache, never under 4 MiB; the whole rows' tile L2 / 2 within
     # 128-512 KiB (the staging tile's size at least, the buffer's at most) on an L2 of 1 MiB
     # or more, none on a smaller one (unmeasured)
-    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 6 * MiB, "rows_big_bytes": 0}),
+    (256 * KiB, 6 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 6 * MiB, "rows_big_bytes": 0,
+                          "pixels_nt_bytes": 64 * KiB}),
     (1 * MiB, 6 * MiB, {"nt_bytes": 4 * MiB, "rows_big_bytes": 512 * KiB}),
     (4 * MiB, 12 * MiB, {"nt_bytes": 8 * MiB, "llc_bytes": 12 * MiB,
                          "stage_big_from": 4 * MiB, "rows_big_bytes": 512 * KiB}),
@@ -170,30 +172,34 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen5["nt_pages"] == zen5["deint_narrow"] == int(intel)
     # sources in one L1 set: tiled in place from memory on the Zen 5's 12 ways (Intel: staged)
     assert zen5["crowd_staged"] == (1 if intel else 0)
-    # deinterleaves stream planes 2 KiB multiples apart on the Zen 5 (the Zen 3 lost); NCHW32
-    # bytes over spread planes take ordinary stores (level on the Zen 4's 8-way L1)
-    assert zen5["deint_alias_nt"] == zen5["pix32_plain"] == (0 if intel else 1)
+    # deinterleaves stream planes 2 KiB multiples apart on the Zen 5 and the Xeon (the Zen 3
+    # lost); NCHW32 bytes over spread planes take ordinary stores (level on the Zen 4's 8-way
+    # L1; Intel unmeasured)
+    assert zen5["deint_alias_nt"] == 1
+    assert zen5["pix32_plain"] == (0 if intel else 1)
     # one-vector NHWC -> NCHW pixels: in place for doubles only on the Zen 5 (none on Intel)
     assert zen5["vector_rows_in_place"] == (0 if intel else 8)
     # streamed tiles fetch their rows 8 lines ahead on the Zen 5 (Intel unmeasured)
     assert zen5["sweep_ahead"] == (0 if intel else 8)
-    # images (HWC <-> CHW) stream from a quarter of the Zen 5's L2 (Intel: from nt_bytes)
-    assert zen5["pixels_nt_bytes"] == (-1 if intel else 256 * KiB)
+    # images (HWC <-> CHW) stream from a quarter of the Zen 5's L2 (Intel: an eighth)
+    assert zen5["pixels_nt_bytes"] == (128 * KiB if intel else 256 * KiB)
     # every call streams from twice the L2 (4 MiB at least) on both vendors (measured cold),
     # and stages through the big tile from half that
     assert zen5["nt_bytes"] == 4 * MiB and zen5["stage_big_from"] == 2 * MiB
     # fills stream from the L3 on the Zen 5 (Intel: from nt_bytes)
     assert zen5["fill_nt_bytes"] == (-1 if intel else 32 * MiB)
     big_l2 = derived_tuning(CacheSizes(48 * KiB, 8 * MiB, 32 * MiB, "test", vendor))
-    assert big_l2["pixels_nt_bytes"] == (-1 if intel else 1 * MiB)
+    assert big_l2["pixels_nt_bytes"] == 1 * MiB
     assert big_l2["nt_bytes"] == 16 * MiB and big_l2["stage_big_from"] == 8 * MiB
     zen3 = derived_tuning(CacheSizes(32 * KiB, 512 * KiB, 32 * MiB, "test", vendor))
     # the Zen 3 (measured warm only) streams from its L3
     assert zen3["nt_bytes"] == (4 * MiB if intel else 32 * MiB)
     assert zen3["crowd_rows"] == 4 and zen3["rows_tile_bytes"] == zen3["rows_big_bytes"] == 0
-    assert zen3["crowd_staged"] == 1 and zen3["deint_alias_nt"] == zen3["pix32_plain"] == 0
+    assert zen3["crowd_staged"] == 1 and zen3["pix32_plain"] == 0
+    assert zen3["deint_alias_nt"] == int(intel)
     assert zen3["vector_rows_in_place"] == (0 if intel else 31)
-    assert zen3["sweep_ahead"] == 0 and zen3["pixels_nt_bytes"] == zen3["fill_nt_bytes"] == -1
+    assert zen3["sweep_ahead"] == 0 and zen3["fill_nt_bytes"] == -1
+    assert zen3["pixels_nt_bytes"] == (64 * KiB if intel else -1)
 
 
 @pytest.mark.parametrize("vendor", ["AuthenticAMD", "GenuineIntel", None])
@@ -206,9 +212,9 @@ def test_a_1_mib_l2_with_an_8_way_l1_takes_the_streaming_rules_but_not_the_12_wa
     zen4 = derived_tuning(CacheSizes(32 * KiB, 1 * MiB, 32 * MiB, "test", vendor))
     intel = vendor == "GenuineIntel"
     assert zen4["nt_bytes"] == 4 * MiB and zen4["stage_big_from"] == 2 * MiB
-    assert zen4["pixels_nt_bytes"] == (-1 if intel else 256 * KiB)
+    assert zen4["pixels_nt_bytes"] == (128 * KiB if intel else 256 * KiB)
     assert zen4["fill_nt_bytes"] == (-1 if intel else 32 * MiB)
-    assert zen4["deint_alias_nt"] == (0 if intel else 1)
+    assert zen4["deint_alias_nt"] == 1
     assert zen4["vector_rows_in_place"] == (0 if intel else 8)
     assert zen4["crowd_rows"] == 4 and zen4["rows_tile_bytes"] == 0
     assert zen4["crowd_staged"] == 1
@@ -216,7 +222,8 @@ def test_a_1_mib_l2_with_an_8_way_l1_takes_the_streaming_rules_but_not_the_12_wa
     # the 1 MiB L2 is the line: the Zen 3's 512 KiB one keeps its own rules (above)
     below = derived_tuning(CacheSizes(32 * KiB, 1 * MiB - 64 * KiB, 32 * MiB, "test", vendor))
     assert below["nt_bytes"] == (4 * MiB if intel else 32 * MiB)
-    assert below["deint_alias_nt"] == 0 and below["pixels_nt_bytes"] == -1
+    assert below["deint_alias_nt"] == int(intel)
+    assert below["pixels_nt_bytes"] == (120 * KiB if intel else -1)
 
 
 def test_the_engine_runs_with_the_knobs_of_the_caches_it_found():
