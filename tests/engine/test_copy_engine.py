@@ -801,12 +801,14 @@ def test_streamed_short_pixels_match_numpy(k, row_bytes):
 @pytest.mark.parametrize(("stitch_rows", "nt_pages"), [(1, 0), (0, 0), (1, 1)],
                          ids=["joined", "row-by-row", "joined-pages"])
 @pytest.mark.parametrize("k", [1, 4])
-@pytest.mark.parametrize("row_bytes", [1, 12, 63, 64, 65, 100, 130, 418, 1000, 4100, 16500])
+@pytest.mark.parametrize("row_bytes", [1, 12, 63, 64, 65, 100, 130, 418, 1000, 1024, 4100,
+                                       16500])
 def test_streamed_padded_rows_stitch_into_a_dense_destination(k, row_bytes, stitch_rows,
                                                               nt_pages):
     """A streamed padded -> packed copy: rows that follow each other in the destination but
-    are not whole lines are streamed as one run (blocks.h st_copy_rows, rows.h
-    st_stitch_row), each line two rows share completed from a carry. The bytes match numpy's
+    are not whole lines, or whole lines that start inside one, are streamed as one run
+    (blocks.h st_copy_rows, rows.h st_stitch_row), each line two rows share completed from a
+    carry. The bytes match numpy's
     and nothing outside the destination is written (sentinels): rows shorter than a line,
     around one and two lines, long rows; destinations 0-63 bytes into a line; blocks of about
     three rows split between 1-3 threads, so shares start and end inside lines; every SIMD

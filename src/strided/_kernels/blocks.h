@@ -392,14 +392,16 @@ static inline void st_copy_rows(char *d, st_idx dp, const char *s, st_idx sp, st
         return;
     }
     /* streamed rows that follow each other in the destination (a padded -> packed copy) but
-     * are not whole lines: one run, stitched (rows.h, st_stitch_row), so that the line two
-     * rows share is streamed too. Row by row, each row's ends were ordinary stores, each a
-     * read for ownership alone between streamed lines: rows of 400-418 bytes streamed took
-     * 1.5-1.6x the time of ordinary stores (AMD EPYC Zen 4, 8 MiB, cold), 384 (whole lines)
-     * 0.83x. The block's own first and last lines stay ordinary: they may share a line with
-     * another thread's block. Rows of 16 KiB and more still read four pages at once inside
-     * (ST_PAGES, Intel). */
-    if ((nt & ST_NT) && (nt & ST_ROWS_JOIN) && R > 1 && dp == (st_idx)n && n % 64 != 0) {
+     * are not whole lines, or are whole lines that start inside one (numpy's large arrays
+     * start 16 bytes into a line, glibc's header): one run, stitched (rows.h,
+     * st_stitch_row), so that the line two rows share is streamed too. Row by row, each
+     * row's ends were ordinary stores, each a read for ownership alone between streamed
+     * lines: rows of 400-418 bytes streamed took 1.5-1.6x the time of ordinary stores (AMD
+     * EPYC Zen 4, 8 MiB, cold), 384 (whole lines) 0.83x. The block's own first and last
+     * lines stay ordinary: they may share a line with another thread's block. Rows of 16 KiB
+     * and more still read four pages at once inside (ST_PAGES, Intel). */
+    if ((nt & ST_NT) && (nt & ST_ROWS_JOIN) && R > 1 && dp == (st_idx)n
+            && ((uintptr_t)d | (uintptr_t)n) % 64 != 0) {
         char carry[64];
         int k = 0;
         for (r = 0; r < R; r++)
