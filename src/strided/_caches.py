@@ -240,7 +240,8 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       float32 -> float16 NCHW -> NHWC 1.11-1.28x, float32 NCHW32 and NCDHW 1.05-1.13x; the
       rest level; 16 lines ahead lost up to 0.75x on bytes, 4 lost 0.96x on the
       conversion). On the Zen 4 (8-way L1d), 64 MiB cold, mixed (0.92-1.08x, bytes behind):
-      not taken. Intel and the Zen 3 unmeasured.
+      not taken. On the Xeon, 4 MiB cold, 0.94-1.06x (bytes with 64 channels behind): not
+      taken. The Zen 3 unmeasured.
     - ``pixels_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD L2 / 4 within 64 KiB-1 MiB
       (Intel: L2 / 8):
       copies between a few planes and dense pixels (HWC <-> CHW, the interleave and
