@@ -107,18 +107,11 @@ def bench_cases(patterns: list[str], dtype: type, nbytes: int) -> Iterator[Case]
 
 def converting(make: Callable[[], tuple[np.ndarray, np.ndarray]], dtype: np.dtype
                ) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
-    """``make`` with a destination of ``dtype`` laid out as its own (the same item strides
-    over a packed base of the new dtype)."""
+    """``make`` with a packed destination of ``dtype`` whose axes lie in memory in the order
+    of its own (``np.empty_like``'s order "K")."""
     def make_converting() -> tuple[np.ndarray, np.ndarray]:
         dst, src = make()
-        size = dst.dtype.itemsize
-        span = [(n - 1) * s for n, s in zip(dst.shape, dst.strides)]
-        low = sum(x for x in span if x < 0) // size
-        high = sum(x for x in span if x > 0) // size
-        base = np.empty(high - low + 1 if dst.size else 0, dtype)
-        new = np.lib.stride_tricks.as_strided(
-            base[-low:], dst.shape, tuple(s // size * dtype.itemsize for s in dst.strides))
-        return new, src
+        return np.empty_like(dst, dtype=dtype), src
     return make_converting
 
 

@@ -808,12 +808,12 @@ def test_streamed_padded_rows_stitch_into_a_dense_destination(k, row_bytes, stit
     """A streamed padded -> packed copy: rows that follow each other in the destination but
     are not whole lines, or whole lines that start inside one, are streamed as one run
     (blocks.h st_copy_rows, rows.h st_stitch_row), each line two rows share completed from a
-    carry. The bytes match numpy's
-    and nothing outside the destination is written (sentinels): rows shorter than a line,
-    around one and two lines, long rows; destinations 0-63 bytes into a line; blocks of about
-    three rows split between 1-3 threads, so shares start and end inside lines; every SIMD
-    level. (stitch_rows 0: each row alone, its ends ordinary stores; nt_pages 1: rows of 16 KiB
-    and more read four pages at once inside the joined run, as on Intel.)"""
+    carry. The bytes match numpy's and nothing outside the destination is written
+    (sentinels): rows shorter than a line, around one and two lines, long rows; destinations
+    0-63 bytes into a line; blocks of about three rows split between 1-3 threads, so shares
+    start and end inside lines; every SIMD level. (stitch_rows 0: each row alone, its ends
+    ordinary stores; nt_pages 1: rows of 16 KiB and more read four pages at once inside the
+    joined run, as on Intel.)"""
     w = max(1, row_bytes // k)
     for rows in (1, 2, 7, 40):
         sizes = (rows, w)
