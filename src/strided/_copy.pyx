@@ -123,6 +123,7 @@ _TUNING.stage_bytes = 131072         # the copy's staging tile (L2 / 4, <= ST_TI
 _TUNING.stage_big_from = 8 * 1024 * 1024   # ... for copies this large; 16 KiB below
 _TUNING.nt_run_bytes = 256           # a streamed transpose's destination run per tile row ...
 _TUNING.nt_stitch_bytes = 512        # ... when rows do not share a line alignment
+_TUNING.stitch_tile_rows = ST_STITCH_ROWS   # ... and the most rows of such a stitched tile
 _TUNING.shift_buffer_bytes = 256 * 1024    # the overlap routes' buffer: L2 / 2
 _TUNING.convert_tile_bytes = 131072  # a conversion's staged tile: L2 / 4
 _TUNING.convert_tiled_bytes = 262144   # ... for the one-pass kernels: L2 / 2
@@ -309,6 +310,7 @@ _TUNING.deint_alias_nt = _derived["deint_alias_nt"]
 _TUNING.pix32_plain = _derived["pix32_plain"]
 _TUNING.sweep_ahead = _derived["sweep_ahead"]
 _TUNING.pixels_nt_bytes = _derived["pixels_nt_bytes"]
+_TUNING.stitch_tile_rows = min(_derived["stitch_tile_rows"], <int64_t>ST_STITCH_ROWS)
 _TUNING.fill_nt_bytes = _derived["fill_nt_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
@@ -358,6 +360,8 @@ def _knob(name, value):
         return min(max(64, int(value) // 64 * 64), <int64_t>ST_TILE_BUF // 16)
     if name == "stage_bytes":
         return min(max(256, int(value)), <int64_t>ST_TILE_BUF)
+    if name == "stitch_tile_rows":   # (at least a micro-tile's rows)
+        return min(max(16, int(value)), <int64_t>ST_STITCH_ROWS)
     if name in ("rows_tile_bytes", "rows_big_bytes"):
         return min(max(0, int(value)), <int64_t>ST_TILE_BUF)
     if name in ("convert_tile_bytes", "convert_tiled_bytes"):
@@ -891,7 +895,7 @@ cdef void _plan_blocks(Plan* P, const Tuning* T) noexcept nogil:
             P.align = 1
         else:
             P.BC = _nt_stitch_run(T, P.unit) // P.unit
-            P.BR = min(P.R, max(micro, room // P.BC), <int64_t>ST_STITCH_ROWS)
+            P.BR = min(P.R, max(micro, min(room // P.BC, T.stitch_tile_rows)))
             P.stitch = 1
     elif P.kind == ST_BLOCK_TRANSPOSE and P.C >= micro and P.R >= micro and not _staged(P, T):
         tile = _tile_side(P, T, micro)

@@ -1041,6 +1041,28 @@ def test_streamed_transposes_stitch_lines_across_blocks(k, cols):
                                      what=f"pitch={pitch} misaligned")
 
 
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_stitched_tiles_take_at_most_stitch_tile_rows(k):
+    """A stitched streamed tile (destination rows at another offset in their lines each) has
+    the staging room's rows up to ``stitch_tile_rows``; a tile of line-aligned runs keeps the
+    room's. Copies through strips of 16, 48 and 128 rows, ragged last strips among them, stay
+    exact on 1-3 threads at every destination offset within a line."""
+    sizes, src_strides = (600, 200), (1, 600)
+    big = dict(STREAMED, stage_big_from=0, stage_bytes=131072, nt_stitch_bytes=512)
+    room_rows = 131072 // 512 if k > 1 else 131072 // 256   # bytes' runs are half as long
+    for cap in (16, 48, 128, 1024):
+        with tuned(**big, stitch_tile_rows=cap):
+            kind, rows, _ = _copy._block_plan(sizes, (201, 1), src_strides, k)
+            assert (kind, rows) == ("staged", min(cap, room_rows)), cap
+            assert _copy._block_plan(sizes, (256, 1), src_strides, k)[1] == 512
+    for cap in (16, 48, 128):
+        with tuned(**big, stitch_tile_rows=cap):
+            for line_offset in (0, k, 40):
+                assert_copies_like_numpy(sizes, (201, 1), src_strides, k,
+                                         line_offset=line_offset, threads=(1, 2, 3),
+                                         what=f"rows={cap} offset={line_offset}")
+
+
 @pytest.mark.parametrize("chunks", [1, 3, 10**9])
 @pytest.mark.parametrize("k", [1, 4, 12])
 def test_teams_claim_blocks_in_chunks_of_any_size(k, chunks):
