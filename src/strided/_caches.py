@@ -262,6 +262,13 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       64 MiB, NCHW -> NHWC float32 and uint8 with 256 channels 1.04-1.06x at 64 MiB, the
       rest level (0.98-1.02x); 64 rows lost NHWC -> NCHW with 64 channels (0.95x). AMD
       unmeasured: it keeps the tile's room.
+    - ``nt_short_runs_from`` = -1 (never), on Intel 32 MiB: streamed transposes of line-aligned
+      destination rows in copies this large write runs of 128 bytes a tile row, not 256,
+      and read source runs twice as long (on the Xeon, cold, 64 MiB: 2-D and column-major
+      transposes 1.05-1.16x on 1 and 2 threads, NHWC -> NCHW float64 with 256 channels
+      1.15-1.24x, the rest level; 32 MiB 1.0-1.32x, uint8 NHWC -> NCHW with 16 channels
+      0.93-0.95x; 4-16 MiB mixed, float64 2-D 0.77x at 8 MiB). On the Zen 3 (64 MiB, warm)
+      the 256-byte runs had won against 128 for floats (``_copy._nt_run``): AMD keeps them.
     - ``fill_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD ``llc_bytes``: fills (copies
       that read at most an eighth of what they write: broadcast sources) stream from this
       footprint. On the Zen 5, broadcast -> packed of 4 and 8 MiB
@@ -318,6 +325,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "pixels_nt_bytes": (_clamp(l2 // (8 if intel else 4), 64 * KiB, 1 * MiB)
                             if intel or recent_amd else -1),
         "stitch_tile_rows": 128 if intel else 1024,
+        "nt_short_runs_from": 32 * MiB if intel else -1,
         "fill_nt_bytes": llc if recent_amd else -1,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),

@@ -54,6 +54,7 @@ ctypedef struct Tuning:
     int64_t stage_bytes
     int64_t stage_big_from
     int64_t nt_run_bytes
+    int64_t nt_short_runs_from
     int64_t nt_stitch_bytes
     int64_t stitch_tile_rows
     int64_t shift_buffer_bytes

@@ -1063,6 +1063,26 @@ def test_stitched_tiles_take_at_most_stitch_tile_rows(k):
                                          what=f"rows={cap} offset={line_offset}")
 
 
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_large_streamed_tiles_of_aligned_rows_write_half_runs(k):
+    """A streamed tile of line-aligned destination rows writes runs of nt_run_bytes a row, and
+    of half that in copies of nt_short_runs_from bytes or more (-1: never); the rows stay
+    the room's. Copies with the half runs (128 bytes: two lines, a line for 2-byte items'
+    64-item tiles) are exact on 1-3 threads, destination on a line and inside one."""
+    sizes, dst_strides, src_strides = (300, 1000), (1024, 1), (1, 300)
+    nbytes = 300 * 1000 * k
+    with tuned(**STREAMED, stage_big_from=0, stage_bytes=131072, nt_run_bytes=256):
+        for start, runs in ((-1, 256), (0, 128), (nbytes, 128), (nbytes + 1, 256)):
+            with tuned(nt_short_runs_from=start):
+                assert _copy._block_plan(sizes, dst_strides, src_strides, k) == \
+                    ("staged", 300, runs // k), start
+        with tuned(nt_short_runs_from=0):
+            for line_offset in (0, k, 40):
+                assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
+                                         line_offset=line_offset, threads=(1, 2, 3),
+                                         what=f"offset={line_offset}")
+
+
 @pytest.mark.parametrize("chunks", [1, 3, 10**9])
 @pytest.mark.parametrize("k", [1, 4, 12])
 def test_teams_claim_blocks_in_chunks_of_any_size(k, chunks):

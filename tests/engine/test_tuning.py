@@ -29,7 +29,7 @@ KNOBS = {
     "vector_rows_in_place", "nt_pages", "crowd_rows", "down_from", "rows_tile_bytes",
     "rows_big_bytes", "deint_narrow", "deint_alias_nt", "pix32_plain", "sweep_ahead",
     "pixels_nt_bytes", "convert_stream_rows", "fill_nt_bytes", "stitch_rows",
-    "stitch_tile_rows",
+    "stitch_tile_rows", "nt_short_runs_from",
 }
 
 #: every route forced on small arrays: tiny tiles, blocks, buffers and chunks, teams for
@@ -48,7 +48,7 @@ EXTREME = {
     "rows_tile_bytes": 256, "rows_big_bytes": 1024, "deint_narrow": True,
     "deint_alias_nt": True, "pix32_plain": True, "sweep_ahead": 1,
     "pixels_nt_bytes": 0, "convert_stream_rows": True, "fill_nt_bytes": 0, "stitch_rows": True,
-    "stitch_tile_rows": 16,
+    "stitch_tile_rows": 16, "nt_short_runs_from": 0,
 }
 
 
