@@ -113,7 +113,7 @@ cdef Tuning _TUNING
 _TUNING.block_bytes = 64 * 1024      # a block of rows (a copy's, or a conversion's row by row)
 _TUNING.thread_bytes = 256 * 1024    # each extra thread needs this much work
 _TUNING.nogil_bytes = 16 * 1024      # less work keeps the GIL (and one thread)
-_TUNING.chunks_per_thread = 8        # a team's blocks are claimed in this many runs a thread
+_TUNING.chunks_per_thread = 8        # a team claims its blocks in this many runs a thread
 _TUNING.nt_bytes = 32 * 1024 * 1024  # calls moving this much stream (the L3: see below)
 _TUNING.llc_bytes = 32 * 1024 * 1024  # the last-level cache a copy counts as in cache (_staged)
 _TUNING.tile_row_bytes = 256         # a copy's in-place transpose tile's row, at least ...
@@ -313,6 +313,7 @@ _TUNING.sweep_ahead = _derived["sweep_ahead"]
 _TUNING.pixels_nt_bytes = _derived["pixels_nt_bytes"]
 _TUNING.stitch_tile_rows = min(_derived["stitch_tile_rows"], <int64_t>ST_STITCH_ROWS)
 _TUNING.nt_short_runs_from = _derived["nt_short_runs_from"]
+_TUNING.chunks_per_thread = _derived["chunks_per_thread"]
 _TUNING.fill_nt_bytes = _derived["fill_nt_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
 _TUNING.tile_area_bytes = _derived["tile_area_bytes"]
