@@ -607,17 +607,17 @@ cdef inline int64_t _nt_run(const Tuning* T) noexcept nogil:
 
 cdef inline int64_t _nt_tile_run(const Plan* P, const Tuning* T) noexcept nogil:
     """A streamed transpose's destination run per tile row where every row starts on a line
-    (P.align): _nt_run's, or half of it (at least a line) in copies of nt_short_runs_from
-    bytes and more, whose blocks then read source runs twice as long (twice the rows). Intel
-    Xeon, cold, paired, 128-byte runs against 256 (strided._caches): 64 MiB 2-D and
-    column-major transposes 1.05-1.14x on 1 thread and 1.05-1.16x on 2, NHWC -> NCHW float64
-    with 256 channels 1.15-1.24x, the rest level (0.96-1.04x; a second run, 1 thread); 256
-    MiB level to 1.08x; 32 MiB 1.0-1.32x but for uint8 NHWC -> NCHW with 16 channels
-    (0.93-0.95x); 4-16 MiB mixed (float64 2-D 0.77x at 8 MiB, float32 2-D 0.88-0.9x at 4
-    MiB), so only large copies. The rows counted whole (_nt_whole_rows) keep _nt_run's
-    measure."""
+    (P.align): _nt_run's, or half of it (whole lines, at least one) in copies of
+    nt_short_runs_from bytes and more, whose blocks then read source runs twice as long
+    (twice the rows). Intel Xeon, cold, paired, 128-byte runs against 256 (strided._caches):
+    64 MiB 2-D and column-major transposes 1.05-1.14x on 1 thread and 1.05-1.16x on 2,
+    NHWC -> NCHW float64 with 256 channels 1.15-1.24x, the rest level (0.96-1.04x; a second
+    run, 1 thread); 256 MiB level to 1.08x; 32 MiB 1.0-1.32x but for uint8 NHWC -> NCHW with
+    16 channels (0.93-0.95x); 4-16 MiB mixed (float64 2-D 0.77x at 8 MiB, float32 2-D
+    0.88-0.9x at 4 MiB), so only large copies. The rows counted whole (_nt_whole_rows) keep
+    _nt_run's measure."""
     if T.nt_short_runs_from >= 0 and P.nbytes >= T.nt_short_runs_from:
-        return max(<int64_t>64, _nt_run(T) // 2)
+        return max(<int64_t>64, _nt_run(T) // 128 * 64)   # (whole lines)
     return _nt_run(T)
 
 

@@ -1076,6 +1076,8 @@ def test_large_streamed_tiles_of_aligned_rows_write_half_runs(k):
             with tuned(nt_short_runs_from=start):
                 assert _copy._block_plan(sizes, dst_strides, src_strides, k) == \
                     ("staged", 300, runs // k), start
+        with tuned(nt_run_bytes=192, nt_short_runs_from=0):   # half: one whole line
+            assert _copy._block_plan(sizes, dst_strides, src_strides, k) == ("staged", 300, 64 // k)
         with tuned(nt_short_runs_from=0):
             for line_offset in (0, k, 40):
                 assert_copies_like_numpy(sizes, dst_strides, src_strides, k,
