@@ -1041,6 +1041,7 @@ def test_streamed_transposes_stitch_lines_across_blocks(k, cols):
                                      what=f"pitch={pitch} misaligned")
 
 
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 def test_stitched_tiles_take_at_most_stitch_tile_rows(k):
     """A stitched streamed tile (destination rows at another offset in their lines each) has
@@ -1063,6 +1064,7 @@ def test_stitched_tiles_take_at_most_stitch_tile_rows(k):
                                          what=f"rows={cap} offset={line_offset}")
 
 
+@pytest.mark.thread_unsafe(reason="sets the engine's process-wide knobs")
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 def test_large_streamed_tiles_of_aligned_rows_write_half_runs(k):
     """A streamed tile of line-aligned destination rows writes runs of nt_run_bytes a row, and
