@@ -269,6 +269,11 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       1.15-1.24x, the rest level; 32 MiB 1.0-1.32x, uint8 NHWC -> NCHW with 16 channels
       0.93-0.95x; 4-16 MiB mixed, float64 2-D 0.77x at 8 MiB). On the Zen 3 (64 MiB, warm)
       the 256-byte runs had won against 128 for floats (``_copy._nt_run``): AMD keeps them.
+    - ``nt_stitch_bytes`` = 512, on Intel 256: a stitched streamed tile's destination run a
+      row for items of 2 bytes and more (bytes: half, at least ``nt_run_bytes``: 256). On the
+      Xeon, cold, float32 NHWC -> NCHW with 64 channels 1.15x at 4 MiB on 2 threads, 1.07x on
+      1, 1.17-1.18x at 64 MiB on 1 and 2; 256 channels 1.04-1.06x; float64 and the rest
+      level. AMD unmeasured keeps 512.
     - ``chunks_per_thread`` = 8, on Intel 4: a team's blocks are claimed in about this many
       runs a thread (``_copy.run_team``: a thread held up by another process claims fewer).
       On the Xeon, cold, 2 threads, 4 against 8: 4 MiB NHWC -> NCHW with 16-256 channels,
@@ -333,6 +338,7 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
         "stitch_tile_rows": 128 if intel else 1024,
         "nt_short_runs_from": 32 * MiB if intel else -1,
         "chunks_per_thread": 4 if intel else 8,
+        "nt_stitch_bytes": 256 if intel else 512,
         "fill_nt_bytes": llc if recent_amd else -1,
         "stage_bytes": _clamp(l2 // 4, 32 * KiB, 128 * KiB),
         "tile_area_bytes": _clamp(l2 // 8, 16 * KiB, 256 * KiB),

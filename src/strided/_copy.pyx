@@ -313,6 +313,7 @@ _TUNING.sweep_ahead = _derived["sweep_ahead"]
 _TUNING.pixels_nt_bytes = _derived["pixels_nt_bytes"]
 _TUNING.stitch_tile_rows = min(_derived["stitch_tile_rows"], <int64_t>ST_STITCH_ROWS)
 _TUNING.nt_short_runs_from = _derived["nt_short_runs_from"]
+_TUNING.nt_stitch_bytes = _derived["nt_stitch_bytes"]
 _TUNING.chunks_per_thread = _derived["chunks_per_thread"]
 _TUNING.fill_nt_bytes = _derived["fill_nt_bytes"]
 _TUNING.stage_bytes = min(_derived["stage_bytes"], <int64_t>ST_TILE_BUF)
@@ -625,8 +626,14 @@ cdef inline int64_t _nt_stitch_run(const Tuning* T, int unit) noexcept nogil:
     """A stitched transpose's destination run per tile row, in bytes: longer than _nt_run, as
     every run costs a carried line (measured at 63 MiB, 4063^2 floats: 0.7x memcpy with runs
     of 128 B, 0.9x with 512 B), except for bytes, whose tiles then grow too short (0.7x with
-    256 B, 0.6x with 512 B)."""
-    return T.nt_stitch_bytes // 2 if unit == 1 else T.nt_stitch_bytes
+    256 B, 0.6x with 512 B): half of it for them, never shorter than _nt_run's. On the Intel
+    Xeon (cold, paired) 256 B (strided._caches) against 512: float32 NHWC -> NCHW with 64
+    channels 1.15x at 4 MiB on 2 threads, 1.07x on 1, 1.17-1.18x at 64 MiB; 256 channels
+    1.04-1.06x; float64 and the rest level; bytes at 128 B lost (uint8 with 16 and 64
+    channels 0.89-0.91x), hence their floor."""
+    if unit == 1:
+        return max(T.nt_stitch_bytes // 2, _nt_run(T))
+    return T.nt_stitch_bytes
 
 
 cdef inline bint _nt_whole_rows(const Plan* P, const Tuning* T) noexcept nogil:

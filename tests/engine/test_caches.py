@@ -63,6 +63,7 @@ def test_the_measured_constants_are_the_rules_on_the_caches_they_were_measured_w
         "down_from": 8, "rows_tile_bytes": 0, "rows_big_bytes": 0, "deint_narrow": 0,
         "deint_alias_nt": 0, "pix32_plain": 0, "sweep_ahead": 0, "pixels_nt_bytes": -1,
         "stitch_tile_rows": 1024, "nt_short_runs_from": -1, "chunks_per_thread": 8,
+        "nt_stitch_bytes": 512,
         "fill_nt_bytes": -1,
         "stage_bytes": 128 * KiB, "tile_area_bytes": 64 * KiB,
         "convert_tile_bytes": 128 * KiB,
@@ -98,7 +99,7 @@ def test_the_rules_scale_with_the_caches_within_their_bounds(l2, l3, want, vendo
     assert got["rows_tile_bytes"] == got["deint_narrow"] == got["sweep_ahead"] == 0
     assert got["pixels_nt_bytes"] == got["fill_nt_bytes"] == -1
     assert got["stitch_tile_rows"] == 1024 and got["nt_short_runs_from"] == -1
-    assert got["chunks_per_thread"] == 8
+    assert got["chunks_per_thread"] == 8 and got["nt_stitch_bytes"] == 512
     # the whole rows' big tile: L2 / 2 within 128-512 KiB on an L2 of 1 MiB or more
     assert got["rows_big_bytes"] == 0
 
@@ -129,7 +130,7 @@ def test_an_l2_of_1_mib_or_more_streams_from_two_l2s_beside_a_small_l1(l2, l3, w
     assert got["pix32_plain"] == got["sweep_ahead"] == 0
     # (measured on Intel only)
     assert got["stitch_tile_rows"] == 1024 and got["nt_short_runs_from"] == -1
-    assert got["chunks_per_thread"] == 8
+    assert got["chunks_per_thread"] == 8 and got["nt_stitch_bytes"] == 512
 
 
 @pytest.mark.parametrize("l2, l3, want", [
@@ -142,7 +143,7 @@ def test_an_l2_of_1_mib_or_more_streams_from_two_l2s_beside_a_small_l1(l2, l3, w
                           "deint_narrow": 1, "deint_alias_nt": 1,
                           "pixels_nt_bytes": 256 * KiB, "fill_nt_bytes": -1,
                           "stitch_tile_rows": 128, "nt_short_runs_from": 32 * MiB,
-                          "chunks_per_thread": 4,
+                          "chunks_per_thread": 4, "nt_stitch_bytes": 256,
                           "tile_area_bytes": 256 * KiB, "nibble_box_bytes": 128 * KiB}),
     (1280 * KiB, 48 * MiB, {"nt_bytes": 4 * MiB, "llc_bytes": 48 * MiB, "crowd_rows": 8,
                             "rows_big_bytes": 512 * KiB, "pixels_nt_bytes": 160 * KiB}),
@@ -197,6 +198,7 @@ def test_a_48_kib_l1_reads_crowded_rows_directly_and_stages_long_rows_in_it(vend
     assert zen5["nt_short_runs_from"] == (32 * MiB if intel else -1)
     # teams claim their blocks in 4 runs a thread on the Xeon (AMD unmeasured: 8)
     assert zen5["chunks_per_thread"] == (4 if intel else 8)
+    assert zen5["nt_stitch_bytes"] == (256 if intel else 512)
     # every call streams from twice the L2 (4 MiB at least) on both vendors (measured cold),
     # and stages through the big tile from half that
     assert zen5["nt_bytes"] == 4 * MiB and zen5["stage_big_from"] == 2 * MiB
