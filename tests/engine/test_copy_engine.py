@@ -1056,6 +1056,11 @@ def test_stitched_tiles_take_at_most_stitch_tile_rows(k):
             kind, rows, _ = _copy._block_plan(sizes, (201, 1), src_strides, k)
             assert (kind, rows) == ("staged", min(cap, room_rows)), cap
             assert _copy._block_plan(sizes, (256, 1), src_strides, k)[1] == 512
+    # the runs: nt_stitch_bytes a row, half of it for bytes but never shorter than nt_run_bytes
+    for stitch, run, want in ((512, 256, 256 if k == 1 else 512), (256, 256, 256),
+                              (64, 64, 64), (1024, 128, 512 if k == 1 else 1024)):
+        with tuned(**{**big, "nt_stitch_bytes": stitch, "nt_run_bytes": run}):
+            assert _copy._block_plan(sizes, (201, 1), src_strides, k)[2] == want // k, stitch
     for cap in (16, 48, 128):
         with tuned(**big, stitch_tile_rows=cap):
             for line_offset in (0, k, 40):
