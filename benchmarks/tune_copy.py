@@ -35,9 +35,9 @@ stages them; ``stage_bytes`` is the staging tile for copies of 8 MiB and more;
 tile grows to in large copies; ``nt_bytes`` the streaming-store threshold (-1: never);
 ``nt_run_bytes`` a streamed transpose's destination run per tile row (rows of up to two
 runs, one for bytes, are staged whole) and ``nt_stitch_bytes`` the same for rows that
-do not share a line alignment (halved for bytes), ``stitch_tile_rows`` the most rows of such
-a stitched tile, ``nt_short_runs_from`` the copy size from which line-aligned runs are halved;
-``chunks_per_thread`` the chunks a team's
+do not share a line alignment (halved for bytes, at least ``nt_run_bytes``),
+``stitch_tile_rows`` the most rows of such a stitched tile, ``nt_short_runs_from`` the copy
+size from which line-aligned runs are halved; ``chunks_per_thread`` the chunks a team's
 blocks are claimed in, per thread (0: one fixed share each); ``fetch_next`` (0-16) the
 largest item size whose streamed transposes fetch the next block's source while each block
 writes its own out.

@@ -258,27 +258,27 @@ def derived_tuning(caches: CacheSizes) -> dict[str, int]:
       streamed transpose's stitched tile (destination rows that do not share a line offset,
       e.g. NHWC -> NCHW planes of 23 x 23 pixels), which else takes the staging tile's room
       (256 rows of 512 bytes). On the Xeon, cold, NHWC -> NCHW float32 with 256 channels
-      1.21x faster at 4 MiB on 2 threads (0.47 -> 0.57 memcpy), 1.0-1.04x on 1 thread and at
-      64 MiB, NCHW -> NHWC float32 and uint8 with 256 channels 1.04-1.06x at 64 MiB, the
-      rest level (0.98-1.02x); 64 rows lost NHWC -> NCHW with 64 channels (0.95x). AMD
+      1.21x faster at 4 MiB on 2 threads (0.47 -> 0.57 memcpy), 1.0-1.03x on 1 thread; at
+      64 MiB 0.98-1.08x (float32 with 64 channels 1.08x on 1 thread, NCHW -> NHWC with 256
+      channels 1.04-1.06x); the rest level; 64 rows lost NHWC -> NCHW with 64 channels (0.95x). AMD
       unmeasured: it keeps the tile's room.
     - ``nt_short_runs_from`` = -1 (never), on Intel 32 MiB: streamed transposes of line-aligned
       destination rows in copies this large write runs of 128 bytes a tile row, not 256,
       and read source runs twice as long (on the Xeon, cold, 64 MiB: 2-D and column-major
       transposes 1.05-1.16x on 1 and 2 threads, NHWC -> NCHW float64 with 256 channels
-      1.15-1.24x, the rest level; 32 MiB 1.0-1.32x, uint8 NHWC -> NCHW with 16 channels
+      1.15-1.24x, the rest level; 32 MiB 0.97-1.32x, uint8 NHWC -> NCHW with 16 channels
       0.93-0.95x; 4-16 MiB mixed, float64 2-D 0.77x at 8 MiB). On the Zen 3 (64 MiB, warm)
       the 256-byte runs had won against 128 for floats (``_copy._nt_run``): AMD keeps them.
     - ``nt_stitch_bytes`` = 512, on Intel 256: a stitched streamed tile's destination run a
       row for items of 2 bytes and more (bytes: half, at least ``nt_run_bytes``: 256). On the
       Xeon, cold, float32 NHWC -> NCHW with 64 channels 1.15x at 4 MiB on 2 threads, 1.07x on
-      1, 1.17-1.18x at 64 MiB on 1 and 2; 256 channels 1.04-1.06x; float64 and the rest
+      1, 1.17-1.18x at 64 MiB on 1 and 2; 256 channels 0.99-1.06x; float64 and the rest
       level. AMD unmeasured keeps 512.
     - ``chunks_per_thread`` = 8, on Intel 4: a team's blocks are claimed in about this many
       runs a thread (``_copy.run_team``: a thread held up by another process claims fewer).
       On the Xeon, cold, 2 threads, 4 against 8: 4 MiB NHWC -> NCHW with 16-256 channels,
-      float32 and uint8, 1.04-1.18x, NCDHW 1.05-1.08x, the rest level (0.97-1.04x); 64 MiB
-      level (0.94-1.04x); conversions into float16 and from uint8 at 4 MiB level. AMD
+      float32 and uint8, 1.04-1.16x, NCDHW 1.05-1.06x, the rest 0.97-1.06x; 64 MiB
+      0.94-1.05x; conversions into float16 and from uint8 at 4 MiB 0.92-1.09x. AMD
       unmeasured keeps 8.
     - ``fill_nt_bytes`` = -1 (as ``nt_bytes``), on recent AMD ``llc_bytes``: fills (copies
       that read at most an eighth of what they write: broadcast sources) stream from this

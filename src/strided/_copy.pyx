@@ -613,7 +613,7 @@ cdef inline int64_t _nt_tile_run(const Plan* P, const Tuning* T) noexcept nogil:
     (twice the rows). Intel Xeon, cold, paired, 128-byte runs against 256 (strided._caches):
     64 MiB 2-D and column-major transposes 1.05-1.14x on 1 thread and 1.05-1.16x on 2,
     NHWC -> NCHW float64 with 256 channels 1.15-1.24x, the rest level (0.96-1.04x; a second
-    run, 1 thread); 256 MiB level to 1.08x; 32 MiB 1.0-1.32x but for uint8 NHWC -> NCHW with
+    run, 1 thread); 256 MiB 0.97-1.08x; 32 MiB 0.97-1.32x but for uint8 NHWC -> NCHW with
     16 channels (0.93-0.95x); 4-16 MiB mixed (float64 2-D 0.77x at 8 MiB, float32 2-D
     0.88-0.9x at 4 MiB), so only large copies. The rows counted whole (_nt_whole_rows) keep
     _nt_run's measure."""
@@ -629,7 +629,7 @@ cdef inline int64_t _nt_stitch_run(const Tuning* T, int unit) noexcept nogil:
     256 B, 0.6x with 512 B): half of it for them, never shorter than _nt_run's. On the Intel
     Xeon (cold, paired) 256 B (strided._caches) against 512: float32 NHWC -> NCHW with 64
     channels 1.15x at 4 MiB on 2 threads, 1.07x on 1, 1.17-1.18x at 64 MiB; 256 channels
-    1.04-1.06x; float64 and the rest level; bytes at 128 B lost (uint8 with 16 and 64
+    0.99-1.06x; float64 and the rest level; bytes at 128 B lost (uint8 with 16 and 64
     channels 0.89-0.91x), hence their floor."""
     if unit == 1:
         return max(T.nt_stitch_bytes // 2, _nt_run(T))
